@@ -1,0 +1,1 @@
+"""minisched: a faithful re-implementation of Nova's scheduling architecture."""

@@ -1,0 +1,109 @@
+"""[filter_scheduler] and [metrics] options: which filters and weighers run, and their knobs."""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('filter_scheduler', title='Filter scheduler',
+                     help='How the filter scheduler narrows and orders candidate hosts.')
+METRICS_GROUP = cfg.OptGroup('metrics', title='Metrics', help="""
+Host metrics used by MetricsFilter and MetricsWeigher.""")
+
+#: Ocata's default list: without Placement the resource filters do the resource gating.
+DEFAULT_FILTERS = [
+    'RetryFilter', 'AvailabilityZoneFilter', 'RamFilter', 'DiskFilter', 'ComputeFilter',
+    'ComputeCapabilitiesFilter', 'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
+]
+ALL_FILTERS = 'minisched.scheduler.filters.all_filters'
+ALL_WEIGHERS = 'minisched.scheduler.weights.all_weighers'
+
+OPTS = [
+    cfg.IntOpt('host_subset_size', default=1, min=1,
+               deprecated_opts=[cfg.DeprecatedOpt('scheduler_host_subset_size')], help="""
+The scheduler picks at random among this many best-weighed hosts. 1 always takes the best
+host; larger values spread concurrent requests and reduce claim races."""),
+    cfg.BoolOpt('shuffle_best_same_weighed_hosts', default=False, help="""
+Shuffle the hosts that tie for the best weight before the subset pick."""),
+    cfg.IntOpt('max_io_ops_per_host', default=8, min=0, help="""
+IoOpsFilter rejects hosts with this many or more concurrent I/O-heavy operations."""),
+    cfg.IntOpt('max_instances_per_host', default=50, min=1, help="""
+NumInstancesFilter rejects hosts with this many or more instances."""),
+    cfg.BoolOpt('track_instance_changes', default=True, help="""
+Computes send their instance lists to the schedulers (``update_instance_info`` and friends)
+and the schedulers keep them, instead of reading instances from the database per request.
+Read by both the scheduler and the compute."""),
+    cfg.MultiStrOpt('available_filters', default=[ALL_FILTERS], help="""
+Filters the scheduler may use: entry point names in ``minisched.scheduler.filters``, or
+``minisched.scheduler.filters.all_filters`` for every installed filter."""),
+    cfg.ListOpt('enabled_filters', default=DEFAULT_FILTERS,
+                deprecated_name='scheduler_default_filters', deprecated_group='DEFAULT', help="""
+Filters applied to each request, in this order. Each must be among ``available_filters``;
+an unknown name stops the scheduler at start-up.
+
+Related options: ``available_filters``, ``weight_classes``"""),
+    cfg.ListOpt('weight_classes', default=[ALL_WEIGHERS], help="""
+Weighers that order the hosts that passed the filters: entry point names in
+``minisched.scheduler.weights``, or ``minisched.scheduler.weights.all_weighers``."""),
+    cfg.BoolOpt('use_baremetal_filters', default=False, help="""
+With ``ironic_host_manager``: use ``baremetal_enabled_filters`` instead of ``enabled_filters``."""),
+    cfg.ListOpt('baremetal_enabled_filters', default=[
+        'RetryFilter', 'AvailabilityZoneFilter', 'ComputeFilter', 'ComputeCapabilitiesFilter',
+        'ImagePropertiesFilter', 'ExactRamFilter', 'ExactDiskFilter', 'ExactCoreFilter'],
+        help='Filters for baremetal nodes when ``use_baremetal_filters`` is set.'),
+    cfg.FloatOpt('ram_weight_multiplier', default=1.0, help="""
+Multiplier for RAMWeigher. Positive spreads instances over hosts with more free RAM,
+negative stacks them."""),
+    cfg.FloatOpt('cpu_weight_multiplier', default=1.0, help="""
+Multiplier for CPUWeigher. Positive prefers hosts with more free vCPUs, negative stacks."""),
+    cfg.FloatOpt('disk_weight_multiplier', default=1.0, help="""
+Multiplier for DiskWeigher. Positive prefers hosts with more free disk, negative stacks."""),
+    cfg.FloatOpt('io_ops_weight_multiplier', default=-1.0, help="""
+Multiplier for IoOpsWeigher. Negative (default) prefers lightly loaded hosts."""),
+    cfg.FloatOpt('pci_weight_multiplier', default=1.0, min=0.0,
+                 help='Multiplier for PCIWeigher.'),
+    cfg.FloatOpt('soft_affinity_weight_multiplier', default=1.0, min=0.0,
+                 help='Multiplier for ServerGroupSoftAffinityWeigher.'),
+    cfg.FloatOpt('soft_anti_affinity_weight_multiplier', default=1.0, min=0.0,
+                 help='Multiplier for ServerGroupSoftAntiAffinityWeigher.'),
+    cfg.FloatOpt('build_failure_weight_multiplier', default=1000000.0, help="""
+Multiplier for BuildFailureWeigher: hosts with recent failed builds weigh less by this
+much times their normalised failure count."""),
+    cfg.FloatOpt('hypervisor_version_weight_multiplier', default=1.0, help="""
+Multiplier for HypervisorVersionWeigher. Positive prefers newer hypervisors."""),
+    cfg.FloatOpt('num_instances_weight_multiplier', default=0.0, help="""
+Multiplier for NumInstancesWeigher. Positive prefers hosts with more instances (pack),
+negative fewer (spread). 0 (default) turns it off."""),
+    cfg.StrOpt('image_properties_default_architecture', help="""
+Architecture assumed by ImagePropertiesFilter for images without ``hw_architecture``."""),
+    cfg.ListOpt('isolated_images', default=[],
+                help='Image ids that may only run on isolated hosts (IsolatedHostsFilter).'),
+    cfg.ListOpt('isolated_hosts', default=[],
+                help='Hosts reserved for isolated images (IsolatedHostsFilter).'),
+    cfg.BoolOpt('restrict_isolated_hosts_to_isolated_images', default=True,
+                help='Isolated hosts accept only isolated images.'),
+    cfg.StrOpt('aggregate_image_properties_isolation_namespace', help="""
+Only aggregate metadata keys with this prefix are checked by
+AggregateImagePropertiesIsolation."""),
+    cfg.StrOpt('aggregate_image_properties_isolation_separator', default='.',
+               help='Separator between that namespace and the property name.'),
+]
+
+METRICS_OPTS = [
+    cfg.FloatOpt('weight_multiplier', default=1.0, help='Multiplier for MetricsWeigher.'),
+    cfg.ListOpt('weight_setting', default=[], help="""
+Metrics to weigh and their ratios, as ``name=ratio`` pairs, e.g. ``cpu.frequency=1.0``."""),
+    cfg.BoolOpt('required', default=True, help="""
+True: a host missing a weighed metric makes MetricsWeigher raise; False: it gets
+``weight_of_unavailable``."""),
+    cfg.FloatOpt('weight_of_unavailable', default=-10000.0,
+                 help='Weight of a host missing a metric when ``required`` is False.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+    conf.register_group(METRICS_GROUP)
+    conf.register_opts(METRICS_OPTS, group=METRICS_GROUP)
+
+
+def list_opts():
+    return {GROUP: OPTS, METRICS_GROUP: METRICS_OPTS}

@@ -1,0 +1,75 @@
+"""Request context: who is asking, carried across RPC as ``_context_*`` keys (oslo.context)."""
+import copy
+
+from oslo_context import context
+from oslo_utils import timeutils
+
+
+class RequestContext(context.RequestContext):
+    """Security context and request information, Nova's fields on top of oslo.context's."""
+
+    def __init__(self, user_id=None, project_id=None, is_admin=None, read_deleted='no',
+                 remote_address=None, timestamp=None, quota_class=None, user_name=None,
+                 project_name=None, service_catalog=None, **kwargs):
+        kwargs.setdefault('user_id', user_id)
+        kwargs.setdefault('project_id', project_id)
+        for legacy in ('user', 'tenant'):
+            kwargs.pop(legacy, None)
+        super().__init__(is_admin=bool(is_admin), **kwargs)
+        self.read_deleted = read_deleted
+        self.remote_address = remote_address
+        if timestamp is None:
+            timestamp = timeutils.utcnow()
+        elif isinstance(timestamp, str):
+            timestamp = timeutils.parse_isotime(timestamp).replace(tzinfo=None)
+        self.timestamp = timestamp
+        self.quota_class = quota_class
+        self.user_name = user_name
+        self.project_name = project_name
+        self.service_catalog = service_catalog or []
+        #: Set by ``target_cell``: the cell this context's DB calls go to (None: [database]).
+        self.cell_uuid = None
+        self.db_connection = None
+
+    def to_dict(self):
+        values = super().to_dict()
+        values.update({
+            'user_id': self.user_id, 'project_id': self.project_id,
+            'read_deleted': self.read_deleted, 'remote_address': self.remote_address,
+            'timestamp': self.timestamp.strftime('%Y-%m-%dT%H:%M:%S.%f'),
+            'quota_class': self.quota_class, 'user_name': self.user_name,
+            'service_catalog': self.service_catalog, 'project_name': self.project_name,
+        })
+        return values
+
+    @classmethod
+    def from_dict(cls, values):
+        allowed = {
+            'user_id', 'project_id', 'is_admin', 'read_deleted', 'remote_address', 'timestamp',
+            'quota_class', 'user_name', 'project_name', 'service_catalog', 'auth_token',
+            'request_id', 'global_request_id', 'roles', 'read_only', 'show_deleted',
+            'domain_id', 'user_domain_id', 'project_domain_id', 'resource_uuid',
+            'is_admin_project', 'system_scope',
+        }
+        kwargs = {k: v for k, v in values.items() if k in allowed}
+        kwargs.setdefault('user_id', values.get('user'))
+        kwargs.setdefault('project_id', values.get('tenant'))
+        return cls(**kwargs)
+
+    def elevated(self, read_deleted=None):
+        ctx = copy.copy(self)
+        ctx.roles = list(ctx.roles) + ([] if 'admin' in ctx.roles else ['admin'])
+        ctx.is_admin = True
+        if read_deleted is not None:
+            ctx.read_deleted = read_deleted
+        return ctx
+
+
+def get_admin_context(read_deleted='no'):
+    return RequestContext(user_id=None, project_id=None, is_admin=True,
+                          read_deleted=read_deleted, overwrite=False)
+
+
+def get_context():
+    """A non-admin context with no user, for service-internal calls."""
+    return RequestContext(user_id=None, project_id=None, is_admin=False, overwrite=False)
