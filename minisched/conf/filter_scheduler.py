@@ -66,6 +66,9 @@ Multiplier for IoOpsWeigher. Negative (default) prefers lightly loaded hosts."""
     cfg.FloatOpt('build_failure_weight_multiplier', default=1000000.0, help="""
 Multiplier for BuildFailureWeigher: hosts with recent failed builds weigh less by this
 much times their normalised failure count."""),
+    cfg.FloatOpt('cross_cell_move_weight_multiplier', default=1000000.0, help="""
+Multiplier for CrossCellWeigher: during a move, hosts in the instance's current cell are
+preferred by this much."""),
     cfg.FloatOpt('hypervisor_version_weight_multiplier', default=1.0, help="""
 Multiplier for HypervisorVersionWeigher. Positive prefers newer hypervisors."""),
     cfg.FloatOpt('num_instances_weight_multiplier', default=0.0, help="""

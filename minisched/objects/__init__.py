@@ -1,0 +1,17 @@
+"""minisched's versioned objects. ``register_all()`` fills ``minisched.objects.<Name>``."""
+
+
+def register_all():
+    # Importing a module registers its classes (MinischedObjectRegistry.register).
+    __import__('minisched.objects.aggregate')
+    __import__('minisched.objects.cell_mapping')
+    __import__('minisched.objects.compute_node')
+    __import__('minisched.objects.flavor')
+    __import__('minisched.objects.host_mapping')
+    __import__('minisched.objects.hv_spec')
+    __import__('minisched.objects.image_meta')
+    __import__('minisched.objects.instance')
+    __import__('minisched.objects.instance_group')
+    __import__('minisched.objects.request_spec')
+    __import__('minisched.objects.selection')
+    __import__('minisched.objects.service')

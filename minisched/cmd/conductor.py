@@ -1,0 +1,21 @@
+"""minisched-conductor: executes database work for services without DB access."""
+import sys
+
+from oslo_concurrency import processutils
+
+from minisched.cmd import common
+from minisched.conductor import manager
+from minisched import service
+
+
+def main(argv=None):
+    conf = common.setup_service(argv)
+    server = service.Service.create(conf, binary='minisched-conductor', topic='conductor',
+                                    manager_class=manager.ConductorManager)
+    workers = conf.conductor.workers or processutils.get_worker_count()
+    service.serve(conf, server, workers=workers)
+    service.wait()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""minisched-manage: the operator's tool (database, services; cells and scheduling follow).
+
+Categories and actions are oslo.config sub-commands, as in nova-manage:
+``minisched-manage [--config-file F] CATEGORY ACTION [args]``. Each action returns its exit
+code; errors print one line on stderr.
+"""
+import sys
+
+from oslo_config import cfg
+from oslo_utils import timeutils
+
+from minisched import config
+from minisched import context
+from minisched.db import engines
+from minisched.db import migration
+from minisched import exception
+from minisched import objects
+from minisched.objects import service as service_obj
+from minisched import servicegroup
+
+CONF = config.CONF
+
+
+def print_table(headers, rows, out=None):
+    """Print ``rows`` under ``headers`` as an aligned text table."""
+    out = out or sys.stdout
+    cells = [[str(h) for h in headers]] + [['' if v is None else str(v) for v in row]
+                                           for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    border = '+' + '+'.join('-' * (w + 2) for w in widths) + '+'
+    lines = [border]
+    for index, row in enumerate(cells):
+        lines.append('| ' + ' | '.join(v.ljust(w) for v, w in zip(row, widths)) + ' |')
+        if index == 0:
+            lines.append(border)
+    lines.append(border)
+    out.write('\n'.join(lines) + '\n')
+
+
+def _error(message):
+    sys.stderr.write('%s\n' % message)
+
+
+class DbCommands:
+    """Cell database schema."""
+
+    def sync(self, version=None):
+        """Upgrade the cell database schema (idempotent)."""
+        migration.db_sync(database='main', version=version)
+        return 0
+
+    def version(self):
+        print(migration.db_version(database='main'))
+        return 0
+
+
+class ApiDbCommands:
+    """API database schema."""
+
+    def sync(self, version=None):
+        """Upgrade the API database schema (idempotent)."""
+        migration.db_sync(database='api', version=version)
+        return 0
+
+    def version(self):
+        print(migration.db_version(database='api'))
+        return 0
+
+
+class ServiceCommands:
+    """Services and their state."""
+
+    def list(self, host=None):
+        ctxt = context.get_admin_context()
+        group = servicegroup.API(CONF)
+        services = objects.ServiceList.get_all(ctxt)
+        rows = []
+        for svc in sorted(services, key=lambda s: (s.host, s.binary)):
+            if host and svc.host != host:
+                continue
+            rows.append([svc.id, svc.binary, svc.host,
+                         'disabled' if svc.disabled else 'enabled',
+                         'up' if group.service_is_up(svc) else 'down',
+                         _time(svc.updated_at), svc.report_count, svc.forced_down,
+                         svc.disabled_reason or '-'])
+        print_table(['Id', 'Binary', 'Host', 'Status', 'State', 'Updated At', 'Reports',
+                     'Forced Down', 'Disabled Reason'], rows)
+        return 0
+
+    def _get(self, host, binary):
+        ctxt = context.get_admin_context()
+        svc = service_obj.Service.get_by_host_and_binary(ctxt, host, binary)
+        if svc is None:
+            raise exception.HostBinaryNotFound(host=host, binary=binary)
+        return svc
+
+    def enable(self, host, binary):
+        svc = self._get(host, binary)
+        svc.disabled = False
+        svc.disabled_reason = None
+        svc.save()
+        print('Service %s on host %s enabled.' % (binary, host))
+        return 0
+
+    def disable(self, host, binary, reason=None):
+        svc = self._get(host, binary)
+        svc.disabled = True
+        svc.disabled_reason = reason
+        svc.save()
+        print('Service %s on host %s disabled.' % (binary, host))
+        return 0
+
+    def force_down(self, host, binary, unset=False):
+        svc = self._get(host, binary)
+        svc.forced_down = not unset
+        svc.save()
+        print('Service %s on host %s forced %s.' % (binary, host, 'up' if unset else 'down'))
+        return 0
+
+
+def _time(value):
+    return timeutils.normalize_time(value).isoformat(sep=' ', timespec='seconds') \
+        if value else '-'
+
+
+CATEGORIES = {
+    'db': DbCommands,
+    'api_db': ApiDbCommands,
+    'service': ServiceCommands,
+}
+
+
+def _add_db_parsers(subparsers, commands):
+    sync = subparsers.add_parser('sync', help='Upgrade the schema to the latest version.')
+    sync.add_argument('--version', dest='action_kwarg_version',
+                      help='Upgrade only to this revision.')
+    sync.set_defaults(action_fn=commands.sync, action_kwargs=['version'])
+    version = subparsers.add_parser('version', help='Print the current schema revision.')
+    version.set_defaults(action_fn=commands.version, action_kwargs=[])
+
+
+def _add_service_parsers(subparsers, commands):
+    lister = subparsers.add_parser('list', help='List services, with their up/down state.')
+    lister.add_argument('--host', dest='action_kwarg_host', help='Only services of this host.')
+    lister.set_defaults(action_fn=commands.list, action_kwargs=['host'])
+    for action, fn, extra in (('enable', commands.enable, None),
+                              ('disable', commands.disable, 'reason'),
+                              ('force-down', commands.force_down, 'unset')):
+        parser = subparsers.add_parser(action, help='%s a service.' % action.capitalize())
+        parser.add_argument('action_kwarg_host', metavar='host',
+                            help='Host name of the service.')
+        parser.add_argument('action_kwarg_binary', metavar='binary',
+                            help='Binary, e.g. minisched-compute.')
+        kwargs = ['host', 'binary']
+        if extra == 'reason':
+            parser.add_argument('--reason', dest='action_kwarg_reason',
+                                help='Why the service is disabled.')
+            kwargs.append('reason')
+        elif extra == 'unset':
+            parser.add_argument('--unset', action='store_true', dest='action_kwarg_unset',
+                                help='Clear forced_down instead of setting it.')
+            kwargs.append('unset')
+        parser.set_defaults(action_fn=fn, action_kwargs=kwargs)
+
+
+def add_command_parsers(subparsers):
+    for name, builder in (('db', _add_db_parsers), ('api_db', _add_db_parsers),
+                          ('service', _add_service_parsers)):
+        commands = CATEGORIES[name]()
+        parser = subparsers.add_parser(name, help=CATEGORIES[name].__doc__)
+        actions = parser.add_subparsers(dest='action', metavar='ACTION')
+        actions.required = True
+        builder(actions, commands)
+
+
+CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',
+                                 help='Available categories', handler=add_command_parsers)
+
+
+def main(argv=None):
+    argv = list(sys.argv if argv is None else argv)
+    CONF.register_cli_opt(CATEGORY_OPT)
+    config.parse_args(argv, init_rpc=False)
+    objects.register_all()
+    engines.configure(CONF)
+    fn = CONF.category.action_fn
+    kwargs = {name: getattr(CONF.category, 'action_kwarg_' + name)
+              for name in CONF.category.action_kwargs}
+    try:
+        return fn(**kwargs) or 0
+    except exception.MinischedException as exc:
+        _error(exc.format_message())
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Command-line and config-file parsing shared by every minisched command."""
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from minisched import conf as ms_conf
+from minisched import rpc
+from minisched import version
+
+CONF = ms_conf.CONF
+
+_log_registered = False
+
+
+def register_log_opts(conf):
+    global _log_registered
+    if not _log_registered:
+        logging.register_options(conf)
+        _log_registered = True
+
+
+def parse_args(argv, default_config_files=None, init_rpc=True):
+    """Parse ``argv`` into CONF, validate every value, then set up RPC.
+
+    A bad value or a missing required option exits with status 1 and one line naming the
+    option, before any service starts.
+    """
+    register_log_opts(CONF)
+    rpc.set_defaults()
+    prog = argv[0].rsplit('/', 1)[-1] if argv else 'minisched'
+    try:
+        CONF(argv[1:], project='minisched', prog=prog, version=version.version_string,
+             default_config_files=default_config_files)
+    except cfg.Error as exc:
+        fail(prog, str(exc).splitlines()[0])
+    if init_rpc:
+        rpc.init(CONF)
+    check_values(CONF, prog)
+
+
+def fail(prog, message):
+    """Exit with status 1 after one line on stderr."""
+    sys.stderr.write('%s: error: %s\n' % (prog, message))
+    sys.exit(1)
+
+
+def check_values(conf, prog):
+    """Read every registered option once so that a bad value fails now, naming the option."""
+    for name in list(conf.keys()):
+        try:
+            value = conf[name]
+        except cfg.RequiredOptError as exc:
+            fail(prog, 'missing required option %s' % exc)
+        except (cfg.ConfigFileValueError, ValueError) as exc:
+            fail(prog, 'invalid value for [DEFAULT] %s: %s' % (name, _first_line(exc)))
+        if isinstance(value, cfg.ConfigOpts.GroupAttr):
+            for opt_name in list(value.keys()):
+                try:
+                    value[opt_name]
+                except cfg.RequiredOptError:
+                    fail(prog, 'missing required option [%s] %s' % (name, opt_name))
+                except (cfg.ConfigFileValueError, ValueError) as exc:
+                    fail(prog, 'invalid value for [%s] %s: %s' % (name, opt_name,
+                                                                  _first_line(exc)))
+
+
+def _first_line(exc):
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__

@@ -1,0 +1,131 @@
+"""Versioned-object plumbing: registry, base classes, remotable dispatch and the RPC serializer."""
+import contextlib
+
+from oslo_utils import versionutils
+from oslo_versionedobjects import base as ovo_base
+from oslo_versionedobjects import exception as ovo_exc
+from oslo_versionedobjects import fields as ovo_fields
+
+from minisched import exception
+
+remotable = ovo_base.remotable
+remotable_classmethod = ovo_base.remotable_classmethod
+obj_make_list = ovo_base.obj_make_list
+obj_tree_get_versions = ovo_base.obj_tree_get_versions
+
+
+class MinischedObjectRegistry(ovo_base.VersionedObjectRegistry):
+    """Keeps ``minisched.objects.<Name>`` pointing at the newest registered version."""
+
+    def registration_hook(self, cls, index):
+        from minisched import objects
+        current = getattr(objects, cls.obj_name(), None)
+        if current is None or (versionutils.convert_version_to_tuple(cls.VERSION)
+                               >= versionutils.convert_version_to_tuple(current.VERSION)):
+            setattr(objects, cls.obj_name(), cls)
+
+
+class MinischedObject(ovo_base.VersionedObject):
+    """Base of every minisched object; remotable methods go through ``indirection_api``."""
+
+    OBJ_SERIAL_NAMESPACE = 'minisched_object'
+    OBJ_PROJECT_NAMESPACE = 'minisched'
+
+    @contextlib.contextmanager
+    def obj_alternate_context(self, context):
+        original = self._context
+        self._context = context
+        try:
+            yield
+        finally:
+            self._context = original
+
+    def obj_set_defaults_if_unset(self, *names):
+        for name in names:
+            if not self.obj_attr_is_set(name):
+                self.obj_set_defaults(name)
+
+
+class MinischedTimestampObject:
+    """Mixin adding the timestamps of API database objects (hard-deleted rows)."""
+
+    fields = {
+        'created_at': ovo_fields.DateTimeField(nullable=True),
+        'updated_at': ovo_fields.DateTimeField(nullable=True),
+    }
+
+
+class MinischedPersistentObject:
+    """Mixin adding Nova's soft-delete bookkeeping fields."""
+
+    fields = {
+        'created_at': ovo_fields.DateTimeField(nullable=True),
+        'updated_at': ovo_fields.DateTimeField(nullable=True),
+        'deleted_at': ovo_fields.DateTimeField(nullable=True),
+        'deleted': ovo_fields.BooleanField(default=False),
+    }
+
+
+class ObjectListBase(ovo_base.ObjectListBase):
+    @classmethod
+    def _obj_primitive_key(cls, field):
+        return 'minisched_object.%s' % field
+
+    @classmethod
+    def _obj_primitive_field(cls, primitive, field, default=ovo_fields.UnspecifiedDefault):
+        key = cls._obj_primitive_key(field)
+        if default == ovo_fields.UnspecifiedDefault:
+            return primitive[key]
+        return primitive.get(key, default)
+
+
+class MinischedObjectSerializer(ovo_base.VersionedObjectSerializer):
+    """Objects to and from primitives on the wire; only registered minisched classes load."""
+
+    OBJ_BASE_CLASS = MinischedObject
+
+    def deserialize_entity(self, context, entity):
+        try:
+            return super().deserialize_entity(context, entity)
+        except ovo_exc.UnsupportedObjectError as exc:
+            raise exception.UnsupportedObjectError(
+                objtype=exc.kwargs.get('objtype', str(exc))) from exc
+        except ovo_exc.IncompatibleObjectVersion as exc:
+            raise exception.IncompatibleObjectVersion(
+                objname=exc.kwargs.get('objname'), objver=exc.kwargs.get('objver'),
+                supported=exc.kwargs.get('supported')) from exc
+        except (ovo_exc.VersionedObjectsException, KeyError, TypeError, ValueError,
+                AttributeError) as exc:
+            raise exception.InvalidObjectRequest(
+                reason='malformed object primitive: %s: %s' % (type(exc).__name__, exc)) from exc
+
+
+def obj_to_primitive(obj):
+    """Recursively turn an object (or list/dict of them) into plain Python values."""
+    if isinstance(obj, ObjectListBase):
+        return [obj_to_primitive(x) for x in obj]
+    if isinstance(obj, MinischedObject):
+        return {name: obj_to_primitive(getattr(obj, name)) for name in obj.fields
+                if obj.obj_attr_is_set(name)}
+    if isinstance(obj, (list, tuple, set)):
+        return [obj_to_primitive(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: obj_to_primitive(v) for k, v in obj.items()}
+    return obj
+
+
+def obj_equal_prims(obj_1, obj_2, ignore=None):
+    """Compare two objects' primitives, ignoring the change list and ``ignore`` fields."""
+    def _strip(prim, keys):
+        if isinstance(prim, dict):
+            for k in keys:
+                prim.pop(k, None)
+            for v in prim.values():
+                _strip(v, keys)
+        if isinstance(prim, list):
+            for v in prim:
+                _strip(v, keys)
+        return prim
+
+    keys = ['minisched_object.changes'] + list(ignore or [])
+    return _strip(obj_1.obj_to_primitive(), keys) == _strip(obj_2.obj_to_primitive(), keys)

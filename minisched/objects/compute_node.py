@@ -1,0 +1,184 @@
+"""Compute node records: a hypervisor node's resources, as the resource tracker reports them."""
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+from oslo_utils import versionutils
+
+from minisched import conf
+from minisched.db.main import api as db
+from minisched import exception
+from minisched.objects import base
+from minisched.objects import fields
+from minisched.objects import hv_spec
+
+CONF = conf.CONF
+
+#: Used when neither the node nor the scheduler's config sets a ratio (Rocky's constants).
+DEFAULT_RATIOS = {'cpu_allocation_ratio': 16.0, 'ram_allocation_ratio': 1.5,
+                  'disk_allocation_ratio': 1.0}
+
+_JSON_FIELDS = ('stats', 'supported_hv_specs')
+
+
+@base.MinischedObjectRegistry.register
+class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
+    """One hypervisor node.
+
+    Version history (Nova's numbering): 1.14 cpu/ram_allocation_ratio, 1.15 uuid,
+    1.16 disk_allocation_ratio, 1.17 mapped, 1.18 get_by_uuid, 1.19 get_by_nodename.
+    """
+
+    VERSION = '1.19'
+
+    fields = {
+        'id': fields.IntegerField(read_only=True),
+        'uuid': fields.UUIDField(read_only=True),
+        'service_id': fields.IntegerField(nullable=True),
+        'host': fields.StringField(nullable=True),
+        'vcpus': fields.IntegerField(),
+        'memory_mb': fields.IntegerField(),
+        'local_gb': fields.IntegerField(),
+        'vcpus_used': fields.IntegerField(),
+        'memory_mb_used': fields.IntegerField(),
+        'local_gb_used': fields.IntegerField(),
+        'hypervisor_type': fields.StringField(),
+        'hypervisor_version': fields.IntegerField(),
+        'hypervisor_hostname': fields.StringField(nullable=True),
+        'free_ram_mb': fields.IntegerField(nullable=True),
+        'free_disk_gb': fields.IntegerField(nullable=True),
+        'current_workload': fields.IntegerField(nullable=True),
+        'running_vms': fields.IntegerField(nullable=True),
+        'cpu_info': fields.StringField(nullable=True),
+        'disk_available_least': fields.IntegerField(nullable=True),
+        'metrics': fields.StringField(nullable=True),
+        'stats': fields.DictOfNullableStringsField(nullable=True),
+        'host_ip': fields.IPAddressField(nullable=True),
+        'numa_topology': fields.StringField(nullable=True),
+        'supported_hv_specs': fields.ListOfObjectsField('HVSpec'),
+        'pci_device_pools': fields.StringField(nullable=True),
+        'cpu_allocation_ratio': fields.FloatField(),
+        'ram_allocation_ratio': fields.FloatField(),
+        'disk_allocation_ratio': fields.FloatField(),
+        'mapped': fields.IntegerField(),
+    }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        target = versionutils.convert_version_to_tuple(target_version)
+        for added_in, names in (((1, 17), ('mapped',)),
+                                ((1, 16), ('disk_allocation_ratio',)),
+                                ((1, 15), ('uuid',)),
+                                ((1, 14), ('cpu_allocation_ratio', 'ram_allocation_ratio'))):
+            if target < added_in:
+                for name in names:
+                    primitive.pop(name, None)
+
+    @staticmethod
+    def _ratio(name, value):
+        """A 0.0/None node ratio means "unset": use the controller's option, then the constant."""
+        if value:
+            return value
+        configured = getattr(CONF, name, 0.0)
+        return configured if configured else DEFAULT_RATIOS[name]
+
+    @classmethod
+    def _from_db_object(cls, context, compute, db_compute):
+        for name in compute.fields:
+            value = db_compute.get('supported_instances' if name == 'supported_hv_specs'
+                                   else 'pci_stats' if name == 'pci_device_pools' else name)
+            if name == 'stats':
+                value = jsonutils.loads(value) if value else {}
+                value = {k: None if v is None else str(v) for k, v in value.items()}
+            elif name == 'supported_hv_specs':
+                value = [hv_spec.HVSpec.from_list(x) for x in jsonutils.loads(value or '[]')]
+            elif name in DEFAULT_RATIOS:
+                value = cls._ratio(name, value)
+            elif name == 'uuid' and value is None:
+                continue
+            elif name == 'mapped' and value is None:
+                value = 0
+            setattr(compute, name, value)
+        compute._context = context
+        compute.obj_reset_changes()
+        return compute
+
+    def _db_values(self, updates):
+        if 'stats' in updates:
+            updates['stats'] = jsonutils.dumps(updates['stats'] or {})
+        if 'supported_hv_specs' in updates:
+            updates['supported_instances'] = jsonutils.dumps(
+                [spec.to_list() for spec in updates.pop('supported_hv_specs')])
+        if 'pci_device_pools' in updates:
+            updates['pci_stats'] = updates.pop('pci_device_pools')
+        if updates.get('host_ip') is not None:
+            updates['host_ip'] = str(updates['host_ip'])
+        return updates
+
+    @base.remotable_classmethod
+    def get_by_id(cls, context, compute_id):
+        return cls._from_db_object(context, cls(), db.compute_node_get(context, compute_id))
+
+    @base.remotable_classmethod
+    def get_by_uuid(cls, context, compute_uuid):
+        return cls._from_db_object(context, cls(), db.compute_node_get_by_uuid(context,
+                                                                                compute_uuid))
+
+    @base.remotable_classmethod
+    def get_by_host_and_nodename(cls, context, host, nodename):
+        return cls._from_db_object(context, cls(), db.compute_node_get_by_host_and_nodename(
+            context, host, nodename))
+
+    @base.remotable
+    def create(self):
+        if self.obj_attr_is_set('id'):
+            raise exception.ObjectActionError(action='create', reason='already created')
+        updates = self.obj_get_changes()
+        if 'uuid' not in updates:
+            updates['uuid'] = uuidutils.generate_uuid()
+        self._from_db_object(self._context, self,
+                             db.compute_node_create(self._context, self._db_values(updates)))
+
+    @base.remotable
+    def save(self, prune_stats=False):
+        updates = self.obj_get_changes()
+        updates.pop('id', None)
+        db_compute = db.compute_node_update(self._context, self.id, self._db_values(updates))
+        self._from_db_object(self._context, self, db_compute)
+
+    @base.remotable
+    def destroy(self):
+        db.compute_node_delete(self._context, self.id)
+
+
+@base.MinischedObjectRegistry.register
+class ComputeNodeList(base.ObjectListBase, base.MinischedObject):
+    """Version 1.17 is Nova's; ``get_all_changed_since`` is minisched's incremental refresh."""
+
+    VERSION = '1.17'
+
+    fields = {'objects': fields.ListOfObjectsField('ComputeNode')}
+
+    @classmethod
+    def _make(cls, context, rows):
+        return base.obj_make_list(context, cls(context), ComputeNode, rows)
+
+    @base.remotable_classmethod
+    def get_all(cls, context):
+        return cls._make(context, db.compute_node_get_all(context))
+
+    @base.remotable_classmethod
+    def get_all_by_uuids(cls, context, compute_uuids):
+        return cls._make(context, db.compute_node_get_all_by_uuids(context, compute_uuids))
+
+    @base.remotable_classmethod
+    def get_all_by_not_mapped(cls, context, mapped_less_than):
+        return cls._make(context, db.compute_node_get_all_by_not_mapped(context,
+                                                                         mapped_less_than))
+
+    @base.remotable_classmethod
+    def get_all_by_host(cls, context, host):
+        return cls._make(context, db.compute_node_get_all_by_host(context, host))
+
+    @base.remotable_classmethod
+    def get_by_hypervisor(cls, context, hypervisor_match):
+        return cls._make(context, [row for row in db.compute_node_get_all(context)
+                                   if hypervisor_match in (row['hypervisor_hostname'] or '')])

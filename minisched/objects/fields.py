@@ -1,0 +1,125 @@
+"""Field types of minisched objects: oslo.versionedobjects' fields plus a few Nova enums."""
+from oslo_versionedobjects import fields as ovo_fields
+
+# Re-exported so object modules import one ``fields`` module, as Nova's do.
+Field = ovo_fields.Field
+BaseEnumField = ovo_fields.BaseEnumField
+Enum = ovo_fields.Enum
+StringField = ovo_fields.StringField
+UUIDField = ovo_fields.UUIDField
+IntegerField = ovo_fields.IntegerField
+NonNegativeIntegerField = ovo_fields.NonNegativeIntegerField
+FloatField = ovo_fields.FloatField
+NonNegativeFloatField = ovo_fields.NonNegativeFloatField
+BooleanField = ovo_fields.BooleanField
+FlexibleBooleanField = ovo_fields.FlexibleBooleanField
+DateTimeField = ovo_fields.DateTimeField
+DictOfStringsField = ovo_fields.DictOfStringsField
+DictOfNullableStringsField = ovo_fields.DictOfNullableStringsField
+DictOfIntegersField = ovo_fields.DictOfIntegersField
+ListOfStringsField = ovo_fields.ListOfStringsField
+ListOfIntegersField = ovo_fields.ListOfIntegersField
+ListOfDictOfNullableStringsField = ovo_fields.ListOfDictOfNullableStringsField
+DictOfListOfStringsField = ovo_fields.DictOfListOfStringsField
+SetOfIntegersField = ovo_fields.SetOfIntegersField
+ObjectField = ovo_fields.ObjectField
+ListOfObjectsField = ovo_fields.ListOfObjectsField
+IPAddressField = ovo_fields.IPAddressField
+IPV4AddressField = ovo_fields.IPV4AddressField
+SensitiveStringField = ovo_fields.SensitiveStringField
+
+
+class Architecture(ovo_fields.Enum):
+    """Canonical CPU architecture names (Nova's obj_fields.Architecture subset)."""
+
+    AARCH64 = 'aarch64'
+    ARMV7 = 'armv7l'
+    I686 = 'i686'
+    PPC64 = 'ppc64'
+    PPC64LE = 'ppc64le'
+    S390X = 's390x'
+    X86_64 = 'x86_64'
+    ALL = (AARCH64, ARMV7, I686, PPC64, PPC64LE, S390X, X86_64)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+    @classmethod
+    def canonicalize(cls, name):
+        if name is None:
+            return None
+        newname = name.lower()
+        if newname in ('i386', 'i486', 'i586'):
+            newname = cls.I686
+        elif newname == 'x86_32':  # Xen's name
+            newname = cls.I686
+        elif newname == 'amd64':
+            newname = cls.X86_64
+        elif newname == 'arm64':
+            newname = cls.AARCH64
+        return newname
+
+
+class HVType(ovo_fields.Enum):
+    """Hypervisor types (Nova's list); ``fake`` is the fake driver's."""
+
+    BAREMETAL = 'baremetal'
+    FAKE = 'fake'
+    HYPERV = 'hyperv'
+    IRONIC = 'ironic'
+    KVM = 'kvm'
+    LXC = 'lxc'
+    QEMU = 'qemu'
+    VMWARE = 'vmware'
+    XEN = 'xen'
+    ALL = (BAREMETAL, FAKE, HYPERV, IRONIC, KVM, LXC, QEMU, VMWARE, XEN)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+    @classmethod
+    def canonicalize(cls, name):
+        if name is None:
+            return None
+        newname = name.lower()
+        if newname == 'xapi':
+            newname = cls.XEN
+        return newname
+
+
+class VMMode(ovo_fields.Enum):
+    """Virtual machine modes (Nova's ``fields.VMMode``)."""
+
+    HVM = 'hvm'
+    XEN = 'xen'
+    UML = 'uml'
+    EXE = 'exe'
+    ALL = (HVM, XEN, UML, EXE)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+    @classmethod
+    def canonicalize(cls, mode):
+        if mode is None:
+            return None
+        mode = mode.lower()
+        if mode in ('pv', 'xen'):
+            mode = cls.XEN
+        elif mode == 'hv':
+            mode = cls.HVM
+        elif mode == 'baremetal':
+            mode = cls.HVM
+        return mode
+
+
+class ArchitectureField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = Architecture()
+
+
+class HVTypeField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = HVType()
+
+
+class VMModeField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = VMMode()

@@ -1,0 +1,116 @@
+"""Server groups: (anti-)affinity policies and their member instances."""
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+
+from minisched.db.api import api as api_db
+from minisched import exception
+from minisched.objects import base
+from minisched.objects import fields
+
+POLICIES = ('affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity')
+
+
+@base.MinischedObjectRegistry.register
+class InstanceGroup(base.MinischedTimestampObject, base.MinischedObject):
+    """A server group. ``hosts`` is filled by the conductor for scheduling, not stored."""
+
+    VERSION = '1.11'
+
+    fields = {
+        'id': fields.IntegerField(),
+        'user_id': fields.StringField(nullable=True),
+        'project_id': fields.StringField(nullable=True),
+        'uuid': fields.UUIDField(),
+        'name': fields.StringField(nullable=True),
+        'policies': fields.ListOfStringsField(nullable=True, read_only=True),
+        'members': fields.ListOfStringsField(nullable=True),
+        'hosts': fields.ListOfStringsField(nullable=True),
+        'policy': fields.StringField(nullable=True),
+        '_rules': fields.DictOfStringsField(),
+    }
+
+    @property
+    def rules(self):
+        if 'max_server_per_host' not in self._rules:
+            return self._rules
+        rules = dict(self._rules)
+        rules['max_server_per_host'] = int(rules['max_server_per_host'])
+        return rules
+
+    def obj_load_attr(self, attrname):
+        defaults = {'hosts': [], 'members': [], '_rules': {}, 'policy': None}
+        if attrname == 'policies':
+            self.policies = [self.policy] if self.obj_attr_is_set('policy') and \
+                self.policy else []
+        elif attrname in defaults:
+            setattr(self, attrname, defaults[attrname])
+        else:
+            raise exception.ObjectActionError(action='obj_load_attr',
+                                              reason='attribute %s not lazy-loadable' % attrname)
+        self.obj_reset_changes([attrname])
+
+    @staticmethod
+    def _from_db_object(context, group, db_group):
+        for name in ('id', 'user_id', 'project_id', 'uuid', 'name', 'policy',
+                     'created_at', 'updated_at'):
+            setattr(group, name, db_group.get(name))
+        group.members = list(db_group.get('members') or [])
+        rules = db_group.get('rules')
+        group._rules = {k: str(v) for k, v in (jsonutils.loads(rules) if rules else {}).items()}
+        group.policies = [group.policy] if group.policy else []
+        group._context = context
+        group.obj_reset_changes()
+        return group
+
+    @base.remotable_classmethod
+    def get_by_uuid(cls, context, uuid):
+        return cls._from_db_object(context, cls(), api_db.instance_group_get(context, uuid))
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, instance_uuid):
+        return cls._from_db_object(context, cls(),
+                                   api_db.instance_group_get_by_instance(context, instance_uuid))
+
+    @base.remotable
+    def create(self):
+        if self.obj_attr_is_set('id'):
+            raise exception.ObjectActionError(action='create', reason='already created')
+        if self.obj_attr_is_set('policy') and self.policy not in POLICIES:
+            raise exception.Invalid(reason='policy must be one of %s' % ', '.join(POLICIES))
+        values = {name: getattr(self, name) for name in ('user_id', 'project_id', 'name',
+                                                          'policy') if self.obj_attr_is_set(name)}
+        values['uuid'] = self.uuid if self.obj_attr_is_set('uuid') else \
+            uuidutils.generate_uuid()
+        values['rules'] = jsonutils.dumps(self._rules if self.obj_attr_is_set('_rules') else {})
+        members = self.members if self.obj_attr_is_set('members') else []
+        self._from_db_object(self._context, self,
+                             api_db.instance_group_create(self._context, values, members))
+
+    @base.remotable_classmethod
+    def add_members(cls, context, group_uuid, instance_uuids):
+        api_db.instance_group_members_add(context, group_uuid, instance_uuids)
+        return list(instance_uuids)
+
+    @base.remotable
+    def destroy(self):
+        api_db.instance_group_destroy(self._context, self.uuid)
+
+    @base.remotable
+    def get_hosts(self, exclude=None):
+        """Hosts of the group's members (read from the members' cells by the caller's layer)."""
+        from minisched.objects import instance as instance_obj
+        filters = {'uuid': list(set(self.members) - set(exclude or [])), 'deleted': False}
+        instances = instance_obj.InstanceList.get_by_filters(self._context, filters=filters)
+        return list({inst.host for inst in instances if inst.host})
+
+
+@base.MinischedObjectRegistry.register
+class InstanceGroupList(base.ObjectListBase, base.MinischedObject):
+    VERSION = '1.8'
+
+    fields = {'objects': fields.ListOfObjectsField('InstanceGroup')}
+
+    @base.remotable_classmethod
+    def get_all(cls, context, project_id=None):
+        return base.obj_make_list(context, cls(context), InstanceGroup,
+                                  api_db.instance_group_get_all(context, project_id=project_id))

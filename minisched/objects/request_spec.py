@@ -1,0 +1,275 @@
+"""What a build asks of the scheduler: flavor, image, placement hints, group and retries."""
+from oslo_serialization import jsonutils
+
+from minisched.db.api import api as api_db
+from minisched.objects import base
+from minisched.objects import compute_node as compute_node_obj
+from minisched.objects import fields
+from minisched.objects import flavor as flavor_obj
+from minisched.objects import image_meta as image_meta_obj
+from minisched.objects import instance_group as instance_group_obj
+
+
+@base.MinischedObjectRegistry.register
+class SchedulerLimits(base.MinischedObject):
+    """Limits the resource filters computed; the compute claim checks against them."""
+
+    VERSION = '1.0'
+
+    fields = {
+        'numa_topology': fields.StringField(nullable=True, default=None),
+        'vcpu': fields.IntegerField(nullable=True, default=None),
+        'disk_gb': fields.IntegerField(nullable=True, default=None),
+        'memory_mb': fields.IntegerField(nullable=True, default=None),
+    }
+
+    @classmethod
+    def from_dict(cls, limits_dict):
+        limits = cls(**{k: v for k, v in (limits_dict or {}).items() if k in cls.fields})
+        limits.obj_set_defaults()
+        return limits
+
+    def to_dict(self):
+        return {name: getattr(self, name) for name in self.fields
+                if self.obj_attr_is_set(name) and getattr(self, name) is not None}
+
+
+@base.MinischedObjectRegistry.register
+class SchedulerRetries(base.MinischedObject):
+    VERSION = '1.1'
+
+    fields = {
+        'num_attempts': fields.IntegerField(),
+        'hosts': fields.ObjectField('ComputeNodeList'),
+    }
+
+    @classmethod
+    def from_dict(cls, context, retry_dict):
+        if not retry_dict or 'num_attempts' not in retry_dict:
+            return None
+        nodes = [compute_node_obj.ComputeNode(context=context, host=host,
+                                              hypervisor_hostname=node)
+                 for host, node in retry_dict.get('hosts', [])]
+        return cls(context=context, num_attempts=retry_dict['num_attempts'],
+                   hosts=compute_node_obj.ComputeNodeList(objects=nodes))
+
+    def to_dict(self):
+        return {'num_attempts': self.num_attempts,
+                'hosts': [[cn.host, cn.hypervisor_hostname] for cn in self.hosts]}
+
+
+@base.MinischedObjectRegistry.register
+class Destination(base.MinischedObject):
+    """A requested destination: a host, optionally a node, optionally a cell."""
+
+    VERSION = '1.2'
+
+    fields = {
+        'host': fields.StringField(),
+        'node': fields.StringField(nullable=True),
+        'cell': fields.ObjectField('CellMapping', nullable=True),
+        'aggregates': fields.ListOfStringsField(nullable=True, default=None),
+    }
+
+
+@base.MinischedObjectRegistry.register
+class RequestSpec(base.MinischedObject):
+    VERSION = '1.11'
+
+    fields = {
+        'id': fields.IntegerField(),
+        'image': fields.ObjectField('ImageMeta', nullable=True),
+        'numa_topology': fields.StringField(nullable=True),
+        'pci_requests': fields.StringField(nullable=True),
+        'project_id': fields.StringField(nullable=True),
+        'user_id': fields.StringField(nullable=True),
+        'availability_zone': fields.StringField(nullable=True),
+        'flavor': fields.ObjectField('Flavor', nullable=False),
+        'num_instances': fields.IntegerField(default=1),
+        'ignore_hosts': fields.ListOfStringsField(nullable=True),
+        'force_hosts': fields.ListOfStringsField(nullable=True),
+        'force_nodes': fields.ListOfStringsField(nullable=True),
+        'requested_destination': fields.ObjectField('Destination', nullable=True,
+                                                    default=None),
+        'retry': fields.ObjectField('SchedulerRetries', nullable=True),
+        'limits': fields.ObjectField('SchedulerLimits', nullable=True),
+        'instance_group': fields.ObjectField('InstanceGroup', nullable=True),
+        'scheduler_hints': fields.DictOfListOfStringsField(nullable=True),
+        'instance_uuid': fields.UUIDField(),
+        'security_groups': fields.ListOfStringsField(nullable=True),
+        'is_bfv': fields.BooleanField(),
+    }
+
+    # Flavor sizes, read through as Nova's properties do.
+    @property
+    def vcpus(self):
+        return self.flavor.vcpus
+
+    @property
+    def memory_mb(self):
+        return self.flavor.memory_mb
+
+    @property
+    def root_gb(self):
+        return self.flavor.root_gb
+
+    @property
+    def ephemeral_gb(self):
+        return self.flavor.ephemeral_gb
+
+    @property
+    def swap(self):
+        return self.flavor.swap
+
+    def obj_load_attr(self, attrname):
+        if attrname in ('ignore_hosts', 'force_hosts', 'force_nodes', 'requested_destination',
+                        'retry', 'limits', 'instance_group', 'scheduler_hints', 'image',
+                        'numa_topology', 'pci_requests', 'availability_zone',
+                        'security_groups', 'project_id', 'user_id'):
+            setattr(self, attrname, None)
+        elif attrname == 'num_instances':
+            self.num_instances = 1
+        elif attrname == 'is_bfv':
+            self.is_bfv = False
+        else:
+            raise AttributeError("'RequestSpec' has no set attribute '%s'" % attrname)
+        self.obj_reset_changes([attrname])
+
+    def get_scheduler_hint(self, hint_name, default=None):
+        """A hint's value: one-element lists are unwrapped, a missing hint is ``default``."""
+        if self.scheduler_hints is None or hint_name not in self.scheduler_hints:
+            return default
+        value = self.scheduler_hints[hint_name]
+        if isinstance(value, list) and len(value) == 1:
+            return value[0]
+        return value
+
+    # -- legacy dict forms (RPC 4.0 and notifications) --------------------------------
+
+    @classmethod
+    def from_primitives(cls, context, request_spec, filter_properties):
+        """Build a RequestSpec from the legacy ``request_spec``/``filter_properties`` dicts."""
+        request_spec = dict(request_spec or {})
+        filter_properties = dict(filter_properties or {})
+        spec = cls(context)
+        image = request_spec.get('image')
+        spec.image = image_meta_obj.ImageMeta.from_dict(image) if image is not None else None
+        spec.num_instances = request_spec.get('num_instances', 1)
+        flavor = request_spec.get('instance_type') or filter_properties.get('instance_type')
+        spec.flavor = _flavor_from(flavor)
+        props = request_spec.get('instance_properties') or {}
+        spec.project_id = props.get('project_id', context.project_id if context else None)
+        spec.user_id = props.get('user_id', context.user_id if context else None)
+        spec.availability_zone = props.get('availability_zone')
+        if props.get('uuid'):
+            spec.instance_uuid = props['uuid']
+        spec._from_filter_properties(context, filter_properties)
+        return spec
+
+    def _from_filter_properties(self, context, props):
+        self.ignore_hosts = props.get('ignore_hosts')
+        self.force_hosts = props.get('force_hosts')
+        self.force_nodes = props.get('force_nodes')
+        self.retry = SchedulerRetries.from_dict(context, props.get('retry'))
+        self.limits = SchedulerLimits.from_dict(props.get('limits', {}))
+        hints = props.get('scheduler_hints') or {}
+        self.scheduler_hints = {k: v if isinstance(v, list) else [v] for k, v in hints.items()}
+        self.instance_group = None
+        if props.get('group_updated') or props.get('group_policies'):
+            policies = list(props.get('group_policies') or [])
+            self.instance_group = instance_group_obj.InstanceGroup(
+                policy=policies[0] if policies else None,
+                hosts=list(props.get('group_hosts') or []),
+                members=list(props.get('group_members') or []))
+            self.instance_group._rules = {}
+
+    def to_legacy_request_spec_dict(self):
+        spec = {}
+        if self.obj_attr_is_set('image') and self.image is not None:
+            spec['image'] = base.obj_to_primitive(self.image)
+        else:
+            spec['image'] = {}
+        if self.obj_attr_is_set('flavor'):
+            spec['instance_type'] = self.flavor
+        spec['num_instances'] = self.num_instances
+        props = {}
+        for name in ('project_id', 'user_id', 'availability_zone'):
+            if self.obj_attr_is_set(name):
+                props[name] = getattr(self, name)
+        if self.obj_attr_is_set('instance_uuid'):
+            props['uuid'] = self.instance_uuid
+        spec['instance_properties'] = props
+        return spec
+
+    def to_legacy_filter_properties_dict(self):
+        props = {}
+        for name in ('ignore_hosts', 'force_hosts', 'force_nodes'):
+            if self.obj_attr_is_set(name) and getattr(self, name):
+                props[name] = getattr(self, name)
+        if self.obj_attr_is_set('retry') and self.retry:
+            props['retry'] = self.retry.to_dict()
+        if self.obj_attr_is_set('limits') and self.limits:
+            props['limits'] = self.limits.to_dict()
+        if self.obj_attr_is_set('instance_group') and self.instance_group:
+            group = self.instance_group
+            props['group_updated'] = True
+            props['group_hosts'] = set(group.hosts)
+            props['group_policies'] = set(group.policies)
+            props['group_members'] = set(group.members)
+        if self.obj_attr_is_set('scheduler_hints') and self.scheduler_hints:
+            props['scheduler_hints'] = self.scheduler_hints
+        if self.obj_attr_is_set('requested_destination') and self.requested_destination:
+            props['requested_destination'] = self.requested_destination
+        return props
+
+    # -- persistence (API database) ---------------------------------------------------
+
+    def _to_json(self):
+        spec = self.obj_clone()
+        # Per-build state is not stored, as in Nova.
+        for name in ('retry', 'requested_destination', 'limits', 'id'):
+            if spec.obj_attr_is_set(name):
+                delattr(spec, name)
+        if spec.obj_attr_is_set('instance_group') and spec.instance_group:
+            for name in ('hosts', 'members'):
+                if spec.instance_group.obj_attr_is_set(name):
+                    setattr(spec.instance_group, name, [])
+        return jsonutils.dumps(spec.obj_to_primitive())
+
+    @classmethod
+    def _from_db(cls, context, db_spec):
+        spec = cls.obj_from_primitive(jsonutils.loads(db_spec['spec']), context=context)
+        spec.id = db_spec['id']
+        spec._context = context
+        spec.obj_reset_changes(recursive=True)
+        return spec
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, instance_uuid):
+        return cls._from_db(context, api_db.request_spec_get_by_instance_uuid(context,
+                                                                               instance_uuid))
+
+    @base.remotable
+    def create(self):
+        db_spec = api_db.request_spec_create(self._context, self.instance_uuid, self._to_json())
+        self.id = db_spec['id']
+        self.obj_reset_changes(['id'])
+
+    @base.remotable
+    def save(self):
+        api_db.request_spec_update(self._context, self.instance_uuid, self._to_json())
+        self.obj_reset_changes()
+
+    @base.remotable_classmethod
+    def destroy_by_instance_uuid(cls, context, instance_uuid):
+        api_db.request_spec_destroy(context, instance_uuid)
+
+
+def _flavor_from(value):
+    if value is None or isinstance(value, flavor_obj.Flavor):
+        return value
+    flavor = flavor_obj.Flavor()
+    for name in flavor.fields:
+        if name in value and value[name] is not None:
+            setattr(flavor, name, value[name])
+    return flavor

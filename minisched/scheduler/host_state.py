@@ -1,0 +1,265 @@
+"""Host states: the scheduler's view of one compute node, stored column-wise for speed.
+
+A :class:`HostState` keeps Nova's attribute interface (``free_ram_mb``, ``vcpus_used`` ...),
+so filters and weighers read it exactly as Nova's do. Its numeric attributes live in the
+columns of a :class:`HostStateTable` shared by every host of a HostManager: the row proxy
+keeps one copy of the truth while vectorised filters and weighers read whole columns at
+once (one NumPy operation over 50,000 hosts instead of 50,000 Python calls).
+"""
+import collections
+import collections.abc
+import logging
+import threading
+
+import numpy as np
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
+
+LOG = logging.getLogger(__name__)
+
+#: Integer attributes of a host state, each one int64 column. -1 encodes None where allowed.
+INT_COLUMNS = ('total_usable_ram_mb', 'free_ram_mb', 'total_usable_disk_gb', 'disk_mb_used',
+               'free_disk_mb', 'vcpus_total', 'vcpus_used', 'num_instances', 'num_io_ops',
+               'failed_builds', 'hypervisor_version')
+#: Float attributes (allocation ratios), float64 columns; NaN encodes None.
+FLOAT_COLUMNS = ('ram_allocation_ratio', 'cpu_allocation_ratio', 'disk_allocation_ratio')
+_NULLABLE_INTS = frozenset(['hypervisor_version'])
+_NONE_INT = -1
+
+Metric = collections.namedtuple('Metric', 'name value timestamp source')
+
+
+class HostStateTable:
+    """Column store of every host state of one HostManager (rows are reused on removal)."""
+
+    def __init__(self, capacity=64):
+        self.capacity = max(1, capacity)
+        self.size = 0
+        self.columns = {}
+        for name in INT_COLUMNS:
+            self.columns[name] = np.zeros(self.capacity, dtype=np.int64)
+        for name in FLOAT_COLUMNS:
+            self.columns[name] = np.full(self.capacity, np.nan, dtype=np.float64)
+        self.columns['hypervisor_version'][:] = _NONE_INT
+        #: Per-row Python objects for whatever is not numeric (filled by the HostState).
+        self.states = [None] * self.capacity
+        self.active = np.zeros(self.capacity, dtype=bool)
+        self._free_rows = []
+
+    def _grow(self):
+        new_capacity = self.capacity * 2
+        for name, column in self.columns.items():
+            fill = np.nan if column.dtype == np.float64 else 0
+            grown = np.full(new_capacity, fill, dtype=column.dtype)
+            grown[:self.capacity] = column
+            if name == 'hypervisor_version':
+                grown[self.capacity:] = _NONE_INT
+            self.columns[name] = grown
+        active = np.zeros(new_capacity, dtype=bool)
+        active[:self.capacity] = self.active
+        self.active = active
+        self.states.extend([None] * (new_capacity - self.capacity))
+        self.capacity = new_capacity
+
+    def allocate(self, state):
+        """Give ``state`` a row with Nova's initial values and return its index."""
+        if self._free_rows:
+            row = self._free_rows.pop()
+        else:
+            if self.size == self.capacity:
+                self._grow()
+            row = self.size
+            self.size += 1
+        for name in INT_COLUMNS:
+            self.columns[name][row] = 0
+        for name in FLOAT_COLUMNS:
+            self.columns[name][row] = np.nan
+        self.columns['hypervisor_version'][row] = _NONE_INT
+        self.states[row] = state
+        self.active[row] = True
+        return row
+
+    def release(self, row):
+        self.states[row] = None
+        self.active[row] = False
+        self._free_rows.append(row)
+
+    def rows(self):
+        """Indexes of the rows in use, ascending."""
+        return np.flatnonzero(self.active[:self.size])
+
+
+def _int_column(name):
+    nullable = name in _NULLABLE_INTS
+
+    def getter(self):
+        value = int(self._table.columns[name][self._row])
+        return None if nullable and value == _NONE_INT else value
+
+    def setter(self, value):
+        if value is None and nullable:
+            value = _NONE_INT
+        self._table.columns[name][self._row] = value
+
+    return property(getter, setter, doc='%s (int column)' % name)
+
+
+def _float_column(name):
+    def getter(self):
+        value = float(self._table.columns[name][self._row])
+        return None if value != value else value  # NaN means unset
+
+    def setter(self, value):
+        self._table.columns[name][self._row] = np.nan if value is None else value
+
+    return property(getter, setter, doc='%s (float column)' % name)
+
+
+class HostState:
+    """Mutable, unpersisted state of one compute node as the scheduler sees it."""
+
+    def __init__(self, host, node, cell_uuid, table=None):
+        self.host = host
+        self.nodename = node
+        self.uuid = None
+        self.cell_uuid = cell_uuid
+        self._lock = threading.Lock()
+        self._table = table if table is not None else HostStateTable(capacity=1)
+        self._row = self._table.allocate(self)
+        self.pci_stats = None
+        self.numa_topology = None
+        self.host_ip = None
+        self.hypervisor_type = None
+        self.hypervisor_hostname = None
+        self.cpu_info = None
+        self.supported_instances = None
+        self.limits = {}
+        self.metrics = []
+        self.stats = {}
+        self.aggregates = []
+        self.instances = {}
+        self.service = None
+        self.updated = None
+
+    locals().update({name: _int_column(name) for name in INT_COLUMNS})
+    locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
+
+    @property
+    def row(self):
+        """This host's row in its :class:`HostStateTable`."""
+        return self._row
+
+    def release(self):
+        self._table.release(self._row)
+
+    def update(self, compute=None, service=None, aggregates=None, inst_dict=None):
+        """Refresh from a compute node record, its service, aggregates and instances."""
+        if compute is not None:
+            with self._lock:
+                self._update_from_compute_node(compute)
+        if aggregates is not None:
+            self.aggregates = list(aggregates)
+        if service is not None:
+            self.service = ReadOnlyDict(service)
+        if inst_dict is not None:
+            self.instances = inst_dict
+
+    def _update_from_compute_node(self, compute):
+        if 'free_disk_gb' not in compute or compute.free_disk_gb is None:
+            LOG.debug('Ignoring compute node %s as its usage has not been updated yet.',
+                      compute.uuid if 'uuid' in compute else None)
+            return
+        updated_at = compute.updated_at if 'updated_at' in compute else None
+        if self.updated and updated_at and self.updated > updated_at:
+            return
+        free_gb = compute.free_disk_gb
+        least_gb = compute.disk_available_least
+        if least_gb is not None:
+            if least_gb > free_gb:
+                LOG.warning('Host %(hostname)s has more disk space than database expected '
+                            '(%(physical)s GB > %(database)s GB)',
+                            {'physical': least_gb, 'database': free_gb,
+                             'hostname': compute.hypervisor_hostname})
+            free_gb = min(least_gb, free_gb)
+        self.uuid = compute.uuid
+        self.free_disk_mb = free_gb * 1024
+        self.disk_mb_used = compute.local_gb_used * 1024
+        self.free_ram_mb = compute.free_ram_mb
+        self.total_usable_ram_mb = compute.memory_mb
+        self.total_usable_disk_gb = compute.local_gb
+        self.vcpus_total = compute.vcpus
+        self.vcpus_used = compute.vcpus_used
+        self.updated = updated_at
+        self.numa_topology = compute.numa_topology
+        self.pci_stats = compute.pci_device_pools
+        self.host_ip = compute.host_ip
+        self.hypervisor_type = compute.hypervisor_type
+        self.hypervisor_version = compute.hypervisor_version
+        self.hypervisor_hostname = compute.hypervisor_hostname
+        self.cpu_info = compute.cpu_info
+        if compute.supported_hv_specs:
+            self.supported_instances = [spec.to_list() for spec in compute.supported_hv_specs]
+        else:
+            self.supported_instances = []
+        self.stats = dict(compute.stats or {})
+        self.num_instances = int(self.stats.get('num_instances', 0))
+        self.num_io_ops = int(self.stats.get('io_workload', 0))
+        self.failed_builds = int(self.stats.get('failed_builds', 0))
+        self.metrics = _metrics_from_json(compute.metrics)
+        self.cpu_allocation_ratio = compute.cpu_allocation_ratio
+        self.ram_allocation_ratio = compute.ram_allocation_ratio
+        self.disk_allocation_ratio = compute.disk_allocation_ratio
+
+    def consume_from_request(self, spec_obj):
+        """Account for one instance of ``spec_obj`` placed here (swap is not counted)."""
+        with self._lock:
+            try:
+                self._consume(spec_obj)
+            except Exception:
+                LOG.exception('Failed to consume request on host %s', self.host)
+            else:
+                self.updated = timeutils.utcnow(with_timezone=True)
+
+    def _consume(self, spec_obj):
+        disk_mb = (spec_obj.root_gb + spec_obj.ephemeral_gb) * 1024
+        self.free_ram_mb -= spec_obj.memory_mb
+        self.free_disk_mb -= disk_mb
+        self.vcpus_used += spec_obj.vcpus
+        self.num_instances += 1
+        self.num_io_ops += 1
+
+    def __repr__(self):
+        return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s' %
+                (self.host, self.nodename, self.free_ram_mb, self.free_disk_mb,
+                 self.num_io_ops, self.num_instances))
+
+
+class ReadOnlyDict(collections.abc.Mapping):
+    """The service record as a dict filters may read but not change."""
+
+    def __init__(self, source):
+        self._data = dict(source)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __repr__(self):
+        return repr(self._data)
+
+
+def _metrics_from_json(raw):
+    if not raw:
+        return []
+    try:
+        items = jsonutils.loads(raw) if isinstance(raw, str) else raw
+        return [Metric(m['name'], m['value'], m.get('timestamp'), m.get('source'))
+                for m in items]
+    except (ValueError, KeyError, TypeError):
+        LOG.warning('Ignoring malformed metrics %r', raw)
+        return []

@@ -1,0 +1,142 @@
+"""The service runtime (oslo.service): service record, RPC server, state reports, periodic tasks."""
+import logging
+import os
+import random
+
+import oslo_messaging as messaging
+from oslo_service import service
+
+from minisched import baserpc
+from minisched import context
+from minisched import exception
+from minisched.objects import base as objects_base
+from minisched.objects import service as service_obj
+from minisched import rpc
+from minisched import servicegroup
+from minisched import version
+
+LOG = logging.getLogger(__name__)
+
+_launcher = None
+
+
+class Service(service.Service):
+    """A minisched service on one host: listens on ``topic`` and ``topic.host``, plus fanout."""
+
+    def __init__(self, conf, host, binary, topic, manager_class, report_interval=None,
+                 periodic_enable=None, periodic_fuzzy_delay=None, periodic_interval_max=None):
+        super().__init__()
+        self.conf = conf
+        self.host = host
+        self.binary = binary
+        self.topic = topic
+        self.report_interval = report_interval
+        self.periodic_enable = periodic_enable
+        self.periodic_fuzzy_delay = periodic_fuzzy_delay
+        self.periodic_interval_max = periodic_interval_max
+        self.servicegroup_api = servicegroup.API(conf)
+        if objects_base.MinischedObject.indirection_api is not None:
+            # compute: nothing works until the conductor answers.
+            objects_base.MinischedObject.indirection_api.wait_until_ready(
+                context.get_admin_context())
+        self.manager = manager_class(conf=conf, host=host)
+        self.service_ref = None
+        self.rpcserver = None
+        self.backdoor_port = None
+        self.model_disconnected = False
+
+    @classmethod
+    def create(cls, conf, binary, topic, manager_class, host=None):
+        """Build a service with the report and periodic settings of ``conf``."""
+        return cls(conf, host or conf.host, binary, topic, manager_class,
+                   report_interval=conf.report_interval,
+                   periodic_enable=conf.periodic_enable,
+                   periodic_fuzzy_delay=conf.periodic_fuzzy_delay)
+
+    def __repr__(self):
+        return '<%s: host=%s, binary=%s, topic=%s>' % (self.__class__.__name__, self.host,
+                                                       self.binary, self.topic)
+
+    def start(self):
+        ctxt = context.get_admin_context()
+        LOG.info('Starting %(topic)s node (version %(version)s) as pid %(pid)s',
+                 {'topic': self.topic, 'version': version.version_string, 'pid': os.getpid()})
+        self.manager.init_host()
+        self._ensure_service_record(ctxt)
+        self.manager.pre_start_hook()
+        target = messaging.Target(topic=self.topic, server=self.host)
+        endpoints = [self.manager, baserpc.BaseRPCAPI(self.manager.service_name,
+                                                      self.backdoor_port)]
+        endpoints.extend(self.manager.additional_endpoints)
+        self.rpcserver = rpc.get_server(target, endpoints)
+        self.rpcserver.start()
+        self.manager.post_start_hook()
+        self.servicegroup_api.join(self.host, self.topic, self)
+        if self.periodic_enable:
+            initial_delay = (random.randint(0, self.periodic_fuzzy_delay)
+                             if self.periodic_fuzzy_delay else None)
+            self.tg.add_dynamic_timer(self.periodic_tasks, initial_delay=initial_delay,
+                                      periodic_interval_max=self.periodic_interval_max)
+        LOG.info('%(binary)s ready: host %(host)s, topics %(topic)s and %(topic)s.%(host)s',
+                 {'binary': self.binary, 'host': self.host, 'topic': self.topic})
+
+    def _ensure_service_record(self, ctxt):
+        ref = service_obj.Service.get_by_host_and_binary(ctxt, self.host, self.binary)
+        if ref is not None:
+            if ref.version != service_obj.SERVICE_VERSION:
+                LOG.info('Updating service version for %(binary)s on %(host)s from '
+                         '%(old)i to %(new)i', {'binary': self.binary, 'host': self.host,
+                                                 'old': ref.version,
+                                                 'new': service_obj.SERVICE_VERSION})
+                ref.save()
+            self.service_ref = ref
+            return
+        ref = service_obj.Service(ctxt, host=self.host, binary=self.binary, topic=self.topic,
+                                  report_count=0)
+        if self.binary == 'minisched-compute' and not self.conf.enable_new_services:
+            ref.disabled = True
+            ref.disabled_reason = 'New compute service disabled due to config option.'
+        try:
+            ref.create()
+        except (exception.ServiceTopicExists, exception.ServiceBinaryExists):
+            # A sibling worker created it first.
+            ref = service_obj.Service.get_by_host_and_binary(ctxt, self.host, self.binary)
+        self.service_ref = ref
+
+    def periodic_tasks(self, raise_on_error=False):
+        ctxt = context.get_admin_context()
+        return self.manager.periodic_tasks(ctxt, raise_on_error=raise_on_error)
+
+    def reset(self):
+        self.manager.reset()
+
+    def stop(self):
+        """Drain the RPC server, let the manager clean up, stop timers and threads."""
+        LOG.info('Stopping %(binary)s on %(host)s', {'binary': self.binary, 'host': self.host})
+        if self.rpcserver is not None:
+            try:
+                self.rpcserver.stop()
+                self.rpcserver.wait()
+            except Exception:
+                LOG.exception('Error while stopping the RPC server')
+        try:
+            self.manager.cleanup_host()
+        except Exception:
+            LOG.exception('Service error occurred during cleanup_host')
+        super().stop()
+
+
+def process_launcher(conf):
+    return service.ProcessLauncher(conf, restart_method='mutate')
+
+
+def serve(conf, server, workers=None):
+    """Launch ``server`` in this process (workers None/1) or in ``workers`` children."""
+    global _launcher
+    if _launcher:
+        raise RuntimeError('serve() can only be called once')
+    _launcher = service.launch(conf, server, workers=workers, restart_method='mutate')
+
+
+def wait():
+    _launcher.wait()

@@ -1,0 +1,76 @@
+"""Database servicegroup driver: the state report timer and the up/down rule."""
+import logging
+
+import oslo_messaging as messaging
+from oslo_utils import timeutils
+
+LOG = logging.getLogger(__name__)
+
+#: Seconds before the first state report after a service joins.
+INITIAL_REPORTING_DELAY = 5
+
+
+def _get(member, key):
+    if hasattr(member, 'obj_attr_is_set'):
+        return getattr(member, key) if member.obj_attr_is_set(key) else None
+    return member.get(key)
+
+
+def is_up(member, service_down_time, now=None):
+    """Nova's rule: forced down first, then ``last_seen_up or created_at`` vs the down time."""
+    if _get(member, 'forced_down'):
+        return False
+    last_heartbeat = _get(member, 'last_seen_up') or _get(member, 'created_at')
+    if last_heartbeat is None:
+        return False
+    if isinstance(last_heartbeat, str):
+        last_heartbeat = timeutils.parse_strtime(last_heartbeat)
+    last_heartbeat = timeutils.normalize_time(last_heartbeat)
+    now = timeutils.normalize_time(now or timeutils.utcnow())
+    elapsed = abs((now - last_heartbeat).total_seconds())
+    return elapsed <= service_down_time
+
+
+class DbDriver:
+    """Reports through ``Service.save`` (remoted via the conductor where DB access is blocked)."""
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    def join(self, member, group, service=None):
+        LOG.debug('DB_Driver: join new ServiceGroup member %(member)s to the %(group)s group, '
+                  'service = %(service)s', {'member': member, 'group': group,
+                                            'service': service})
+        if service is None:
+            raise RuntimeError('service is a mandatory argument for DB based ServiceGroup driver')
+        report_interval = service.report_interval
+        if report_interval:
+            service.tg.add_timer_args(report_interval, self._report_state, args=[service],
+                                      initial_delay=INITIAL_REPORTING_DELAY)
+
+    def is_up(self, service_ref):
+        up = is_up(service_ref, self.conf.service_down_time)
+        if not up:
+            LOG.debug('Seems service %(binary)s on host %(host)s is down.',
+                      {'binary': _get(service_ref, 'binary'), 'host': _get(service_ref, 'host')})
+        return up
+
+    def updated_time(self, service_ref):
+        return _get(service_ref, 'updated_at')
+
+    def _report_state(self, service):
+        """Bump ``report_count`` and save; errors are logged and never stop the timer."""
+        try:
+            service.service_ref.report_count += 1
+            service.service_ref.save()
+            if getattr(service, 'model_disconnected', False):
+                service.model_disconnected = False
+                LOG.info('Recovered from being unable to report status.')
+        except messaging.MessagingTimeout:
+            if not getattr(service, 'model_disconnected', False):
+                service.model_disconnected = True
+                LOG.warning('Lost connection to minisched-conductor for reporting service '
+                            'status.')
+        except Exception:
+            LOG.exception('Unexpected error while reporting service status')
+            service.model_disconnected = True
