@@ -238,3 +238,34 @@ class VirtDriverNotFound(NotFound):
 
 class InvalidRequestSpec(Invalid):
     msg_fmt = 'Invalid request spec: %(reason)s'
+
+
+# -- added with the database layer (minisched/db) -------------------------------------------------
+
+class ComputeNodeExists(MinischedException):
+    msg_fmt = 'Compute node %(host)s/%(nodename)s already exists.'
+    code = 409
+
+
+class UnexpectedVMStateError(MinischedException):
+    msg_fmt = ('Unexpected VM state: expecting %(expected)s but the actual state is '
+               '%(actual)s')
+
+
+class MarkerNotFound(NotFound):
+    msg_fmt = 'Marker %(marker)s could not be found.'
+
+
+class InstanceMappingExists(MinischedException):
+    msg_fmt = 'Instance %(uuid)s is already mapped to a cell.'
+    code = 409
+
+
+class RequestSpecExists(MinischedException):
+    msg_fmt = 'RequestSpec for instance %(instance_uuid)s already exists.'
+    code = 409
+
+
+class BuildRequestAlreadyExists(MinischedException):
+    msg_fmt = 'BuildRequest for instance %(uuid)s already exists.'
+    code = 409

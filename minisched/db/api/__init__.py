@@ -1,0 +1,1 @@
+"""API database: ``models`` (tables), ``api`` (functions, dicts out), ``migrations``."""

@@ -1,0 +1,535 @@
+"""API database API: cell/host/instance mappings, flavors, aggregates, instance groups,
+request specs and build requests.
+
+Every function takes the request context first (for symmetry with the cell API; the API
+database is the same whatever cell the context targets), runs in its own transaction on
+``engines.api_engine()`` and returns plain dicts. Rows are hard-deleted. Composite rows carry
+their children: host and instance mappings a nested ``cell_mapping`` dict, flavors an
+``extra_specs`` dict, aggregates a ``hosts`` list and a ``metadata`` dict, instance groups a
+``members`` list. Writes retry on deadlock; duplicates raise named exceptions.
+"""
+import sqlalchemy as sa
+from oslo_db import exception as db_exc
+from oslo_utils import uuidutils
+
+from minisched import exception
+from minisched.db import engines, utils
+from minisched.db.api import models
+
+cells = models.cell_mappings
+host_mappings = models.host_mappings
+instance_mappings = models.instance_mappings
+flavors = models.flavors
+flavor_specs = models.flavor_extra_specs
+aggregates = models.aggregates
+aggregate_hosts = models.aggregate_hosts
+aggregate_metadata = models.aggregate_metadata
+groups = models.instance_groups
+group_members = models.instance_group_member
+request_specs = models.request_specs
+build_requests = models.build_requests
+
+
+def _begin():
+    return engines.api_engine().begin()
+
+
+def _with_uuid(values):
+    values = dict(values)
+    if not values.get('uuid'):
+        values['uuid'] = uuidutils.generate_uuid()
+    return values
+
+
+def _fetch_or_raise(conn, error, table, *where):
+    row = utils.fetch(conn, table, *where)
+    if row is None:
+        raise error
+    return row
+
+
+def _delete_or_raise(conn, error, table, *where):
+    if conn.execute(sa.delete(table).where(*where)).rowcount == 0:
+        raise error
+
+
+def _update_or_raise(conn, error, table, where, values):
+    if utils.update(conn, table, where, values) == 0:
+        raise error
+    return utils.fetch(conn, table, *where)
+
+
+# -- key/value child tables (flavor extra specs, aggregate metadata) -----------------------------
+
+def _pairs(conn, table, owner_column, owner_id):
+    rows = conn.execute(sa.select(table.c.key, table.c.value).where(owner_column == owner_id))
+    return {key: value for key, value in rows}
+
+
+def _set_pairs(conn, table, owner_column, owner_id, pairs):
+    """Upsert ``pairs`` for one owner; a None value deletes the key."""
+    current = _pairs(conn, table, owner_column, owner_id)
+    for key, value in pairs.items():
+        where = [owner_column == owner_id, table.c.key == key]
+        if value is None:
+            conn.execute(sa.delete(table).where(*where))
+        elif key in current:
+            utils.update(conn, table, where, {'value': value})
+        else:
+            conn.execute(sa.insert(table).values({owner_column.key: owner_id, 'key': key,
+                                                  'value': value}))
+
+
+def _children(conn, table, owner_column, owner_ids, column):
+    """{owner id: [values of ``column``]} for the given owners, oldest first."""
+    found = {owner_id: [] for owner_id in owner_ids}
+    stmt = (sa.select(owner_column, table.c[column]).where(owner_column.in_(list(found)))
+            .order_by(table.c.id))
+    for owner_id, value in conn.execute(stmt):
+        found[owner_id].append(value)
+    return found
+
+
+# -- cell mappings --------------------------------------------------------------------------------
+
+@utils.writer
+def cell_mapping_create(context, values):
+    values = _with_uuid(values)
+    exists = exception.CellMappingExists(name=values.get('name'), uuid=values['uuid'])
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        return utils.insert(conn, cells, values)
+
+
+def cell_mapping_get_by_uuid(context, cell_uuid):
+    with _begin() as conn:
+        return _fetch_or_raise(conn, exception.CellMappingNotFound(uuid=cell_uuid), cells,
+                               cells.c.uuid == cell_uuid)
+
+
+def cell_mapping_get_all(context):
+    with _begin() as conn:
+        return utils.fetch_all(conn, cells)
+
+
+@utils.writer
+def cell_mapping_update(context, cell_uuid, values):
+    with _begin() as conn:
+        return _update_or_raise(conn, exception.CellMappingNotFound(uuid=cell_uuid), cells,
+                                [cells.c.uuid == cell_uuid], values)
+
+
+@utils.writer
+def cell_mapping_destroy(context, cell_uuid):
+    """Delete a cell mapping; fails (DBReferenceError) while hosts or instances map to it."""
+    with _begin() as conn:
+        _delete_or_raise(conn, exception.CellMappingNotFound(uuid=cell_uuid), cells,
+                         cells.c.uuid == cell_uuid)
+
+
+def _with_cells(conn, rows):
+    """Attach each row's ``cell_mapping`` (a dict, or None when ``cell_id`` is None)."""
+    ids = {row['cell_id'] for row in rows if row['cell_id'] is not None}
+    found = {cell['id']: cell for cell in utils.fetch_all(conn, cells, cells.c.id.in_(ids))}
+    for row in rows:
+        row['cell_mapping'] = found.get(row['cell_id'])
+    return rows
+
+
+# -- host mappings --------------------------------------------------------------------------------
+
+def _host_mapping(conn, host):
+    row = utils.fetch(conn, host_mappings, host_mappings.c.host == host)
+    return None if row is None else _with_cells(conn, [row])[0]
+
+
+@utils.writer
+def _host_mapping_insert(host, cell_id):
+    with _begin() as conn:
+        return _with_cells(conn, [utils.insert(conn, host_mappings,
+                                               {'host': host, 'cell_id': cell_id})])[0]
+
+
+def host_mapping_create(context, host, cell_id):
+    """Map ``host`` to cell ``cell_id``; ``HostMappingExists`` names the cell it is already in."""
+    try:
+        return _host_mapping_insert(host, cell_id)
+    except db_exc.DBDuplicateEntry as error:
+        with _begin() as conn:
+            existing = _host_mapping(conn, host) or {'cell_mapping': None}
+        cell_uuid = (existing['cell_mapping'] or {}).get('uuid')
+        raise exception.HostMappingExists(name=host, cell_uuid=cell_uuid) from error
+
+
+def host_mapping_get_by_host(context, host):
+    with _begin() as conn:
+        row = _host_mapping(conn, host)
+    if row is None:
+        raise exception.HostMappingNotFound(name=host)
+    return row
+
+
+def host_mapping_get_all(context, cell_id=None):
+    where = [] if cell_id is None else [host_mappings.c.cell_id == cell_id]
+    with _begin() as conn:
+        return _with_cells(conn, utils.fetch_all(conn, host_mappings, *where))
+
+
+@utils.writer
+def host_mapping_destroy(context, host):
+    with _begin() as conn:
+        _delete_or_raise(conn, exception.HostMappingNotFound(name=host), host_mappings,
+                         host_mappings.c.host == host)
+
+
+# -- instance mappings ----------------------------------------------------------------------------
+
+def _instance_mapping_where(instance_uuid):
+    return [instance_mappings.c.instance_uuid == instance_uuid]
+
+
+@utils.writer
+def instance_mapping_create(context, values):
+    exists = exception.InstanceMappingExists(uuid=values.get('instance_uuid'))
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        return _with_cells(conn, [utils.insert(conn, instance_mappings, values)])[0]
+
+
+def instance_mapping_get_by_instance_uuid(context, instance_uuid):
+    with _begin() as conn:
+        row = _fetch_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
+                              instance_mappings, *_instance_mapping_where(instance_uuid))
+        return _with_cells(conn, [row])[0]
+
+
+def instance_mapping_get_all_by_cell(context, cell_id):
+    with _begin() as conn:
+        rows = utils.fetch_all(conn, instance_mappings, instance_mappings.c.cell_id == cell_id)
+        return _with_cells(conn, rows)
+
+
+@utils.writer
+def instance_mapping_update(context, instance_uuid, values):
+    with _begin() as conn:
+        row = _update_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
+                               instance_mappings, _instance_mapping_where(instance_uuid), values)
+        return _with_cells(conn, [row])[0]
+
+
+@utils.writer
+def instance_mapping_destroy(context, instance_uuid):
+    with _begin() as conn:
+        _delete_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
+                         instance_mappings, *_instance_mapping_where(instance_uuid))
+
+
+# -- flavors --------------------------------------------------------------------------------------
+
+def _with_specs(conn, rows):
+    specs = {row['id']: {} for row in rows}
+    stmt = sa.select(flavor_specs).where(flavor_specs.c.flavor_id.in_(list(specs)))
+    for spec in conn.execute(stmt):
+        specs[spec.flavor_id][spec.key] = spec.value
+    for row in rows:
+        row['extra_specs'] = specs[row['id']]
+    return rows
+
+
+def _flavor(error, *where):
+    with _begin() as conn:
+        return _with_specs(conn, [_fetch_or_raise(conn, error, flavors, *where)])[0]
+
+
+@utils.writer
+def flavor_create(context, values, extra_specs=None):
+    exists = exception.FlavorExists(name=values.get('name'))
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        row = utils.insert(conn, flavors, values)
+        _set_pairs(conn, flavor_specs, flavor_specs.c.flavor_id, row['id'], extra_specs or {})
+        return _with_specs(conn, [row])[0]
+
+
+def flavor_get(context, flavor_id):
+    return _flavor(exception.FlavorNotFound(flavor_id=flavor_id), flavors.c.id == flavor_id)
+
+
+def flavor_get_by_flavor_id(context, flavorid):
+    return _flavor(exception.FlavorNotFound(flavor_id=flavorid), flavors.c.flavorid == flavorid)
+
+
+def flavor_get_by_name(context, name):
+    return _flavor(exception.FlavorNotFoundByName(flavor_name=name), flavors.c.name == name)
+
+
+def flavor_get_all(context):
+    with _begin() as conn:
+        return _with_specs(conn, utils.fetch_all(conn, flavors))
+
+
+@utils.writer
+def flavor_destroy(context, flavorid):
+    with _begin() as conn:
+        flavor = _fetch_or_raise(conn, exception.FlavorNotFound(flavor_id=flavorid), flavors,
+                                 flavors.c.flavorid == flavorid)
+        conn.execute(sa.delete(flavor_specs).where(flavor_specs.c.flavor_id == flavor['id']))
+        conn.execute(sa.delete(flavors).where(flavors.c.id == flavor['id']))
+
+
+@utils.upserter
+def flavor_extra_specs_update(context, flavor_id, specs):
+    """Set extra specs of flavor ``flavor_id`` (None deletes a key); returns them all."""
+    with _begin() as conn:
+        _fetch_or_raise(conn, exception.FlavorNotFound(flavor_id=flavor_id), flavors,
+                        flavors.c.id == flavor_id)
+        _set_pairs(conn, flavor_specs, flavor_specs.c.flavor_id, flavor_id, specs)
+        return _pairs(conn, flavor_specs, flavor_specs.c.flavor_id, flavor_id)
+
+
+# -- aggregates -----------------------------------------------------------------------------------
+
+def _with_hosts_and_metadata(conn, rows):
+    ids = [row['id'] for row in rows]
+    hosts = _children(conn, aggregate_hosts, aggregate_hosts.c.aggregate_id, ids, 'host')
+    metadata = {agg_id: {} for agg_id in ids}
+    stmt = sa.select(aggregate_metadata).where(aggregate_metadata.c.aggregate_id.in_(ids))
+    for item in conn.execute(stmt):
+        metadata[item.aggregate_id][item.key] = item.value
+    for row in rows:
+        row['hosts'], row['metadata'] = hosts[row['id']], metadata[row['id']]
+    return rows
+
+
+def _aggregate(conn, aggregate_id, *where):
+    error = exception.AggregateNotFound(aggregate_id=aggregate_id)
+    return _with_hosts_and_metadata(conn, [_fetch_or_raise(conn, error, aggregates, *where)])[0]
+
+
+def _aggregate_by_id(conn, aggregate_id):
+    return _aggregate(conn, aggregate_id, aggregates.c.id == aggregate_id)
+
+
+def _aggregate_exists(values):
+    return lambda error: exception.AggregateNameExists(aggregate_name=values.get('name'))
+
+
+@utils.writer
+def aggregate_create(context, values, metadata=None):
+    values = _with_uuid(values)
+    with utils.duplicate_as(_aggregate_exists(values)), _begin() as conn:
+        row = utils.insert(conn, aggregates, values)
+        _set_pairs(conn, aggregate_metadata, aggregate_metadata.c.aggregate_id, row['id'],
+                   metadata or {})
+        return _aggregate_by_id(conn, row['id'])
+
+
+def aggregate_get(context, aggregate_id):
+    with _begin() as conn:
+        return _aggregate_by_id(conn, aggregate_id)
+
+
+def aggregate_get_by_uuid(context, aggregate_uuid):
+    with _begin() as conn:
+        return _aggregate(conn, aggregate_uuid, aggregates.c.uuid == aggregate_uuid)
+
+
+def aggregate_get_all(context):
+    with _begin() as conn:
+        return _with_hosts_and_metadata(conn, utils.fetch_all(conn, aggregates))
+
+
+def aggregate_get_by_host(context, host, key=None):
+    """Aggregates ``host`` belongs to (only those with metadata ``key`` if given)."""
+    where = [aggregates.c.id.in_(sa.select(aggregate_hosts.c.aggregate_id)
+                                 .where(aggregate_hosts.c.host == host))]
+    if key is not None:
+        where.append(aggregates.c.id.in_(sa.select(aggregate_metadata.c.aggregate_id)
+                                         .where(aggregate_metadata.c.key == key)))
+    with _begin() as conn:
+        return _with_hosts_and_metadata(conn, utils.fetch_all(conn, aggregates, *where))
+
+
+@utils.writer
+def aggregate_update(context, aggregate_id, values):
+    with utils.duplicate_as(_aggregate_exists(values)), _begin() as conn:
+        _update_or_raise(conn, exception.AggregateNotFound(aggregate_id=aggregate_id),
+                         aggregates, [aggregates.c.id == aggregate_id], values)
+        return _aggregate_by_id(conn, aggregate_id)
+
+
+@utils.upserter
+def aggregate_metadata_update(context, aggregate_id, metadata):
+    """Set metadata keys of an aggregate (None deletes a key); returns all its metadata."""
+    with _begin() as conn:
+        _aggregate_by_id(conn, aggregate_id)
+        _set_pairs(conn, aggregate_metadata, aggregate_metadata.c.aggregate_id, aggregate_id,
+                   metadata)
+        return _pairs(conn, aggregate_metadata, aggregate_metadata.c.aggregate_id, aggregate_id)
+
+
+@utils.writer
+def aggregate_host_add(context, aggregate_id, host):
+    """Add ``host`` to an aggregate; returns the aggregate."""
+    exists = exception.AggregateHostExists(aggregate_id=aggregate_id, host=host)
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        _aggregate_by_id(conn, aggregate_id)
+        conn.execute(sa.insert(aggregate_hosts).values(aggregate_id=aggregate_id, host=host))
+        return _aggregate_by_id(conn, aggregate_id)
+
+
+@utils.writer
+def aggregate_host_delete(context, aggregate_id, host):
+    with _begin() as conn:
+        _delete_or_raise(conn, exception.AggregateHostNotFound(aggregate_id=aggregate_id,
+                                                               host=host),
+                         aggregate_hosts, aggregate_hosts.c.aggregate_id == aggregate_id,
+                         aggregate_hosts.c.host == host)
+
+
+@utils.writer
+def aggregate_destroy(context, aggregate_id):
+    with _begin() as conn:
+        _aggregate_by_id(conn, aggregate_id)
+        for child in (aggregate_hosts, aggregate_metadata):
+            conn.execute(sa.delete(child).where(child.c.aggregate_id == aggregate_id))
+        conn.execute(sa.delete(aggregates).where(aggregates.c.id == aggregate_id))
+
+
+# -- instance groups ------------------------------------------------------------------------------
+
+def _with_members(conn, rows):
+    found = _children(conn, group_members, group_members.c.group_id, [row['id'] for row in rows],
+                      'instance_uuid')
+    for row in rows:
+        row['members'] = found[row['id']]
+    return rows
+
+
+def _group(conn, group_uuid):
+    error = exception.InstanceGroupNotFound(group_uuid=group_uuid)
+    return _with_members(conn, [_fetch_or_raise(conn, error, groups,
+                                                groups.c.uuid == group_uuid)])[0]
+
+
+def _add_members(conn, group_id, instance_uuids):
+    present = set(_children(conn, group_members, group_members.c.group_id, [group_id],
+                            'instance_uuid')[group_id])
+    for instance_uuid in dict.fromkeys(instance_uuids):
+        if instance_uuid not in present:
+            conn.execute(sa.insert(group_members).values(group_id=group_id,
+                                                   instance_uuid=instance_uuid))
+
+
+@utils.writer
+def instance_group_create(context, values, members=None):
+    values = _with_uuid(values)
+    exists = exception.InstanceGroupExists(group_uuid=values['uuid'])
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        row = utils.insert(conn, groups, values)
+        _add_members(conn, row['id'], members or [])
+        return _group(conn, row['uuid'])
+
+
+def instance_group_get(context, group_uuid):
+    with _begin() as conn:
+        return _group(conn, group_uuid)
+
+
+def instance_group_get_by_instance(context, instance_uuid):
+    """The group ``instance_uuid`` is a member of (``InstanceGroupNotFound`` if none)."""
+    member_of = (sa.select(group_members.c.group_id)
+                 .where(group_members.c.instance_uuid == instance_uuid))
+    with _begin() as conn:
+        row = utils.fetch(conn, groups, groups.c.id.in_(member_of))
+        if row is None:
+            raise exception.InstanceGroupNotFound(group_uuid=instance_uuid)
+        return _with_members(conn, [row])[0]
+
+
+def instance_group_get_all(context, project_id=None):
+    where = [] if project_id is None else [groups.c.project_id == project_id]
+    with _begin() as conn:
+        return _with_members(conn, utils.fetch_all(conn, groups, *where))
+
+
+@utils.upserter
+def instance_group_members_add(context, group_uuid, instance_uuids):
+    """Add the instances not yet members; returns the group."""
+    with _begin() as conn:
+        group = _group(conn, group_uuid)
+        _add_members(conn, group['id'], instance_uuids)
+        return _group(conn, group_uuid)
+
+
+@utils.writer
+def instance_group_update(context, group_uuid, values):
+    with _begin() as conn:
+        _update_or_raise(conn, exception.InstanceGroupNotFound(group_uuid=group_uuid), groups,
+                         [groups.c.uuid == group_uuid], values)
+        return _group(conn, group_uuid)
+
+
+@utils.writer
+def instance_group_destroy(context, group_uuid):
+    with _begin() as conn:
+        group = _group(conn, group_uuid)
+        conn.execute(sa.delete(group_members).where(group_members.c.group_id == group['id']))
+        conn.execute(sa.delete(groups).where(groups.c.id == group['id']))
+
+
+# -- request specs --------------------------------------------------------------------------------
+
+def _spec_where(instance_uuid):
+    return [request_specs.c.instance_uuid == instance_uuid]
+
+
+@utils.writer
+def request_spec_create(context, instance_uuid, spec):
+    exists = exception.RequestSpecExists(instance_uuid=instance_uuid)
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        return utils.insert(conn, request_specs, {'instance_uuid': instance_uuid, 'spec': spec})
+
+
+def request_spec_get_by_instance_uuid(context, instance_uuid):
+    with _begin() as conn:
+        return _fetch_or_raise(conn, exception.RequestSpecNotFound(instance_uuid=instance_uuid),
+                               request_specs, *_spec_where(instance_uuid))
+
+
+@utils.writer
+def request_spec_update(context, instance_uuid, spec):
+    with _begin() as conn:
+        return _update_or_raise(
+            conn, exception.RequestSpecNotFound(instance_uuid=instance_uuid), request_specs,
+            _spec_where(instance_uuid), {'spec': spec})
+
+
+@utils.writer
+def request_spec_destroy(context, instance_uuid):
+    with _begin() as conn:
+        _delete_or_raise(conn, exception.RequestSpecNotFound(instance_uuid=instance_uuid),
+                         request_specs, *_spec_where(instance_uuid))
+
+
+# -- build requests -------------------------------------------------------------------------------
+
+def _build_request_where(instance_uuid):
+    return [build_requests.c.instance_uuid == instance_uuid]
+
+
+@utils.writer
+def build_request_create(context, values):
+    exists = exception.BuildRequestAlreadyExists(uuid=values.get('instance_uuid'))
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        return utils.insert(conn, build_requests, values)
+
+
+def build_request_get_by_instance_uuid(context, instance_uuid):
+    with _begin() as conn:
+        return _fetch_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
+                               build_requests, *_build_request_where(instance_uuid))
+
+
+@utils.writer
+def build_request_destroy(context, instance_uuid):
+    with _begin() as conn:
+        _delete_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
+                         build_requests, *_build_request_where(instance_uuid))

@@ -1,0 +1,150 @@
+"""Which database engine a DB call uses, and whether this process may touch a database at all.
+
+Decisions:
+
+* ``configure(conf)`` records the two URLs: ``[database] connection`` (this cell, "main") and
+  ``[api_database] connection`` (the API database). An unset URL means an SQLite file under
+  ``state_path`` (``minisched.sqlite`` / ``minisched_api.sqlite``); that directory is created.
+* ``main_engine(context)`` follows ``context.db_connection`` when ``target_cell`` set it, else
+  the configured main URL. ``api_engine()`` always uses the API URL.
+* Engines are cached per URL and created on first use, by
+  ``oslo_db.sqlalchemy.engines.create_engine``: it sets MySQL's sql_mode, checks connections out
+  with a ping (reconnecting after a server restart) and discards connections inherited across a
+  fork. Pool options come from the group the URL belongs to (``[database]`` for cells,
+  ``[api_database]`` for the API database). SQLite gets foreign keys enforced, like the servers.
+* ``block_db_access(binary)`` makes every later engine request raise ``DBNotAllowed``; the first
+  offending call stack is logged. Computes use it: they reach the database through the conductor.
+* ``dispose_all()`` drops every cached engine; in a forked child it leaves the parent's sockets
+  open (only the pool bookkeeping is reset).
+"""
+import logging
+import os
+import threading
+import traceback
+
+from oslo_db.sqlalchemy import engines as oslo_engines
+from sqlalchemy.engine import url as sa_url
+
+from minisched import exception
+from minisched.conf import database as db_conf
+
+LOG = logging.getLogger(__name__)
+
+MAIN = 'main'
+API = 'api'
+
+#: Engine options used until ``configure()`` is called (URLs given explicitly, e.g. by tests).
+_DEFAULT_OPTIONS = {'sqlite_fk': True, 'mysql_sql_mode': 'TRADITIONAL'}
+
+_POOL_OPTIONS = ('sqlite_synchronous', 'max_pool_size', 'max_overflow', 'pool_timeout',
+                 'connection_recycle_time', 'max_retries', 'retry_interval',
+                 'connection_debug', 'connection_trace', 'connection_parameters')
+_QUEUE_POOL_OPTIONS = ('max_pool_size', 'max_overflow', 'pool_timeout')
+
+_lock = threading.Lock()
+_urls = {MAIN: None, API: None}
+_options = {MAIN: dict(_DEFAULT_OPTIONS), API: dict(_DEFAULT_OPTIONS)}
+_engines = {}        # url -> (engine, pid of the process that created it)
+_blocked = {'binary': None, 'logged': False}
+
+
+def _sqlite_default(state_path, filename):
+    os.makedirs(state_path, exist_ok=True)
+    return 'sqlite:///%s' % os.path.join(state_path, filename)
+
+
+def _group_options(group, mysql_sql_mode):
+    options = dict(_DEFAULT_OPTIONS, mysql_sql_mode=mysql_sql_mode)
+    for name in _POOL_OPTIONS:
+        if name in group:
+            options[name] = group[name]
+    return options
+
+
+def configure(conf):
+    """Remember both URLs and their engine options from ``conf`` (an oslo.config ConfigOpts)."""
+    main_url = conf.database.connection or _sqlite_default(conf.state_path, db_conf.MAIN_SQLITE)
+    api_url = (conf.api_database.connection
+               or _sqlite_default(conf.state_path, db_conf.API_SQLITE))
+    sql_mode = conf.database.mysql_sql_mode
+    with _lock:
+        _urls.update({MAIN: main_url, API: api_url})
+        _options[MAIN] = _group_options(conf.database, sql_mode)
+        _options[API] = _group_options(conf.api_database, sql_mode)
+
+
+def configured_url(database):
+    """The URL ``configure()`` recorded for ``database`` ('main' or 'api')."""
+    url = _urls[database]
+    if url is None:
+        raise exception.ConfigInvalid(
+            reason='minisched.db.engines.configure() was not called; no %s database URL'
+            % database)
+    return url
+
+
+def _check_allowed():
+    binary = _blocked['binary']
+    if binary is None:
+        return
+    if not _blocked['logged']:
+        _blocked['logged'] = True
+        LOG.error('No DB access allowed in %s; first attempt from:\n%s',
+                  binary, ''.join(traceback.format_stack()[:-2]))
+    raise exception.DBNotAllowed(binary=binary)
+
+
+def _engine_options(url, database):
+    options = dict(_options[database])
+    if sa_url.make_url(url).get_backend_name() == 'sqlite':
+        # SQLite files get a NullPool, which rejects queue-pool arguments (oslo.db only
+        # removes max_pool_size and max_overflow, not pool_timeout).
+        for name in _QUEUE_POOL_OPTIONS:
+            options.pop(name, None)
+    return options
+
+
+def engine_for_url(url, database=MAIN):
+    """The cached engine of ``url``, created with ``database``'s options on first use."""
+    _check_allowed()
+    with _lock:
+        cached = _engines.get(url)
+        if cached is None:
+            engine = oslo_engines.create_engine(url, **_engine_options(url, database))
+            cached = _engines[url] = (engine, os.getpid())
+    return cached[0]
+
+
+def main_engine(context=None):
+    """Engine of the cell database ``context`` targets (``context.db_connection``), else main."""
+    url = getattr(context, 'db_connection', None) or configured_url(MAIN)
+    return engine_for_url(url, MAIN)
+
+
+def api_engine():
+    """Engine of the API database."""
+    return engine_for_url(configured_url(API), API)
+
+
+def block_db_access(binary):
+    """Forbid database access in this process from now on (``DBNotAllowed(binary=...)``)."""
+    dispose_all()
+    _blocked.update(binary=binary, logged=False)
+
+
+def unblock_db_access():
+    """Undo ``block_db_access`` (for tests)."""
+    _blocked.update(binary=None, logged=False)
+
+
+def dispose_all():
+    """Forget every cached engine, closing its pooled connections if this process opened them.
+
+    Call it in a child right after a fork (the parent's connections are then left alone) and
+    in tests before dropping a database.
+    """
+    with _lock:
+        cached = list(_engines.values())
+        _engines.clear()
+    for engine, pid in cached:
+        engine.dispose(close=(pid == os.getpid()))

@@ -1,0 +1,1 @@
+"""Cell ("main") database: ``models`` (tables), ``api`` (functions, dicts out), ``migrations``."""

@@ -1,0 +1,509 @@
+"""Cell database API: services, compute nodes, instances, instance faults and actions.
+
+Every function takes the request context first, runs in its own transaction on the cell the
+context targets (``engines.main_engine(context)``) and returns plain dicts (or lists of them).
+Reads honour ``context.read_deleted``; writes only touch live rows; deletes are soft
+(``deleted = id``); writes are retried on deadlock; duplicates raise named exceptions.
+"""
+import sqlalchemy as sa
+from oslo_utils import uuidutils
+
+from minisched import exception
+from minisched.db import engines, utils
+from minisched.db.main import models
+
+#: Binary of the compute service (``service_get_by_compute_host``, ``service_destroy``).
+COMPUTE_BINARY = 'minisched-compute'
+#: Task state that turns an unexpected-task-state error into UnexpectedDeletingTaskStateError.
+TASK_DELETING = 'deleting'
+
+services = models.services
+nodes = models.compute_nodes
+instances = models.instances
+faults = models.instance_faults
+actions = models.instance_actions
+events = models.instance_actions_events
+
+
+def _begin(context):
+    return engines.main_engine(context).begin()
+
+
+def _get(context, table, *where):
+    with _begin(context) as conn:
+        return utils.fetch(conn, table, *utils.visible(table, context), *where)
+
+
+def _get_or_raise(context, error, table, *where):
+    row = _get(context, table, *where)
+    if row is None:
+        raise error
+    return row
+
+
+def _list(context, table, *where, order_by=None):
+    with _begin(context) as conn:
+        return utils.fetch_all(conn, table, *utils.visible(table, context), *where,
+                               order_by=order_by)
+
+
+def _with_uuid(values):
+    values = dict(values)
+    if not values.get('uuid'):
+        values['uuid'] = uuidutils.generate_uuid()
+    return values
+
+
+def _live(table, *where):
+    return (table.c.deleted == 0, *where)
+
+
+def _update_live(context, error, table, where, values):
+    """Update the live row matching ``where`` and return it, or raise ``error``."""
+    with _begin(context) as conn:
+        if utils.update(conn, table, _live(table, *where), values) != 1:
+            raise error
+        return utils.fetch(conn, table, *_live(table, *where))
+
+
+def _soft_delete(conn, table, *where):
+    return utils.update(conn, table, _live(table, *where), utils.soft_delete_values(table))
+
+
+# -- services -------------------------------------------------------------------------------------
+
+def _service_exists(values):
+    def make(error):
+        if 'topic' in error.columns and 'binary' not in error.columns:
+            return exception.ServiceTopicExists(host=values.get('host'),
+                                                topic=values.get('topic'))
+        return exception.ServiceBinaryExists(host=values.get('host'),
+                                             binary=values.get('binary'))
+    return make
+
+
+@utils.writer
+def service_create(context, values):
+    values = _with_uuid(values)
+    with utils.duplicate_as(_service_exists(values)), _begin(context) as conn:
+        return utils.insert(conn, services, values)
+
+
+def service_get(context, service_id):
+    return _get_or_raise(context, exception.ServiceNotFound(service_id=service_id),
+                         services, services.c.id == service_id)
+
+
+def service_get_by_uuid(context, service_uuid):
+    return _get_or_raise(context, exception.ServiceNotFound(service_id=service_uuid),
+                         services, services.c.uuid == service_uuid)
+
+
+def service_get_by_host_and_binary(context, host, binary):
+    return _get_or_raise(context, exception.HostBinaryNotFound(host=host, binary=binary),
+                         services, services.c.host == host, services.c.binary == binary)
+
+
+def service_get_by_host_and_topic(context, host, topic):
+    """The enabled service of ``topic`` on ``host`` (``ServiceNotFound`` if none)."""
+    return _get_or_raise(context, exception.ServiceNotFound(service_id='%s/%s' % (host, topic)),
+                         services, services.c.host == host, services.c.topic == topic,
+                         services.c.disabled == sa.false())
+
+
+def service_get_all(context, disabled=None):
+    where = [] if disabled is None else [services.c.disabled == bool(disabled)]
+    return _list(context, services, *where)
+
+
+def service_get_all_by_topic(context, topic):
+    return _list(context, services, services.c.topic == topic,
+                 services.c.disabled == sa.false())
+
+
+def service_get_all_by_binary(context, binary, include_disabled=False):
+    where = [] if include_disabled else [services.c.disabled == sa.false()]
+    return _list(context, services, services.c.binary == binary, *where)
+
+
+def service_get_all_by_host(context, host):
+    return _list(context, services, services.c.host == host)
+
+
+def service_get_by_compute_host(context, host):
+    return _get_or_raise(context, exception.ComputeHostNotFound(host=host), services,
+                         services.c.host == host, services.c.binary == COMPUTE_BINARY)
+
+
+@utils.writer
+def service_update(context, service_id, values):
+    """Update a service; a growing ``report_count`` also sets ``last_seen_up`` to now.
+
+    The comparison happens inside the UPDATE (atomic). ``last_seen_up`` is assigned first:
+    MySQL evaluates SET assignments left to right, so it must still see the old report_count.
+    """
+    assignments = [(services.c[key], value) for key, value in values.items()]
+    if values.get('report_count') is not None:
+        grew = services.c.report_count < values['report_count']
+        seen = sa.case((grew, utils.now()), else_=services.c.last_seen_up)
+        assignments.insert(0, (services.c.last_seen_up, seen))
+    where = _live(services, services.c.id == service_id)
+    stmt = sa.update(services).where(*where).ordered_values(*assignments)
+    with utils.duplicate_as(_service_exists(values)), _begin(context) as conn:
+        if conn.execute(stmt).rowcount != 1:
+            raise exception.ServiceNotFound(service_id=service_id)
+        return utils.fetch(conn, services, *where)
+
+
+@utils.writer
+def service_destroy(context, service_id):
+    """Soft-delete a service and its compute nodes (a compute's also found by host)."""
+    with _begin(context) as conn:
+        service = utils.fetch(conn, services, *_live(services, services.c.id == service_id))
+        if service is None:
+            raise exception.ServiceNotFound(service_id=service_id)
+        _soft_delete(conn, services, services.c.id == service_id)
+        owned = nodes.c.service_id == service_id
+        if service['binary'] == COMPUTE_BINARY:
+            owned = sa.or_(owned, nodes.c.host == service['host'])
+        _soft_delete(conn, nodes, owned)
+
+
+def service_get_minimum_version(context, binaries):
+    """{binary: lowest version among live, not forced-down services}; absent if none."""
+    stmt = (sa.select(services.c.binary, sa.func.min(services.c.version))
+            .where(services.c.binary.in_(list(binaries)), services.c.deleted == 0,
+                   services.c.forced_down == sa.false())
+            .group_by(services.c.binary))
+    with _begin(context) as conn:
+        return {binary: version for binary, version in conn.execute(stmt)}
+
+
+# -- compute nodes --------------------------------------------------------------------------------
+
+def _node_exists(values):
+    def make(error):
+        return exception.ComputeNodeExists(host=values.get('host'),
+                                           nodename=values.get('hypervisor_hostname'))
+    return make
+
+
+@utils.writer
+def compute_node_create(context, values):
+    values = _with_uuid(values)
+    with utils.duplicate_as(_node_exists(values)), _begin(context) as conn:
+        return utils.insert(conn, nodes, values)
+
+
+def compute_node_get(context, compute_id):
+    return _get_or_raise(context, exception.ComputeNodeNotFound(compute_id=compute_id),
+                         nodes, nodes.c.id == compute_id)
+
+
+def compute_node_get_by_uuid(context, compute_uuid):
+    return _get_or_raise(context, exception.ComputeNodeNotFound(compute_id=compute_uuid),
+                         nodes, nodes.c.uuid == compute_uuid)
+
+
+def compute_node_get_by_host_and_nodename(context, host, nodename):
+    return _get_or_raise(context, exception.ComputeHostNotFound(host=host), nodes,
+                         nodes.c.host == host, nodes.c.hypervisor_hostname == nodename)
+
+
+def compute_node_get_all(context):
+    return _list(context, nodes)
+
+
+def compute_node_get_all_by_host(context, host):
+    rows = _list(context, nodes, nodes.c.host == host)
+    if not rows:
+        raise exception.ComputeHostNotFound(host=host)
+    return rows
+
+
+def compute_node_get_all_by_uuids(context, compute_uuids):
+    return _list(context, nodes, nodes.c.uuid.in_(list(compute_uuids)))
+
+
+def compute_nodes_get_by_service_id(context, service_id):
+    rows = _list(context, nodes, nodes.c.service_id == service_id)
+    if not rows:
+        raise exception.ServiceNotFound(service_id=service_id)
+    return rows
+
+
+def compute_node_get_all_by_not_mapped(context, mapped_less_than):
+    return _list(context, nodes, nodes.c.mapped < mapped_less_than)
+
+
+def compute_node_get_all_changed_since(context, since):
+    """Nodes created or updated at/after ``since``, deleted ones included (whatever the context
+    says), so that an incremental refresh also learns about deletions."""
+    with _begin(context) as conn:
+        return utils.fetch_all(conn, nodes, utils.changed_since(nodes, since))
+
+
+@utils.writer
+def compute_node_update(context, compute_id, values):
+    with utils.duplicate_as(_node_exists(values)):
+        return _update_live(context, exception.ComputeNodeNotFound(compute_id=compute_id),
+                            nodes, [nodes.c.id == compute_id], values)
+
+
+@utils.writer
+def compute_node_delete(context, compute_id):
+    with _begin(context) as conn:
+        if _soft_delete(conn, nodes, nodes.c.id == compute_id) != 1:
+            raise exception.ComputeNodeNotFound(compute_id=compute_id)
+
+
+# -- instances ------------------------------------------------------------------------------------
+
+@utils.writer
+def instance_create(context, values):
+    values = _with_uuid(values)
+    with utils.duplicate_as(lambda error: exception.InstanceExists(name=values['uuid'])), \
+            _begin(context) as conn:
+        return utils.insert(conn, instances, values)
+
+
+def instance_get_by_uuid(context, instance_uuid):
+    return _get_or_raise(context, exception.InstanceNotFound(instance_id=instance_uuid),
+                         instances, instances.c.uuid == instance_uuid)
+
+
+def _expectations(values, expected_vm_state, expected_task_state):
+    """{column: expected value or list}. ``None`` arguments mean "no check"; Nova-style
+    ``expected_*`` keys inside ``values`` are honoured too (there None means "must be None")."""
+    expected = {}
+    for column, given in (('vm_state', expected_vm_state), ('task_state', expected_task_state)):
+        key = 'expected_' + column
+        if key in values:
+            given = values.pop(key)
+        elif given is None:
+            continue
+        expected[column] = list(given) if isinstance(given, (list, tuple, set)) else given
+    return expected
+
+
+def _matches(actual, expected):
+    return actual in expected if isinstance(expected, list) else actual == expected
+
+
+def _unexpected_state(instance_uuid, actual, expected):
+    if actual is None:
+        return exception.InstanceNotFound(instance_id=instance_uuid)
+    if 'vm_state' in expected and not _matches(actual['vm_state'], expected['vm_state']):
+        return exception.UnexpectedVMStateError(expected=expected['vm_state'],
+                                                actual=actual['vm_state'])
+    error = exception.UnexpectedTaskStateError
+    if actual['task_state'] == TASK_DELETING:
+        error = exception.UnexpectedDeletingTaskStateError
+    return error(expected=expected.get('task_state'), actual=actual['task_state'])
+
+
+@utils.writer
+def instance_update_and_get_original(context, instance_uuid, values, expected_vm_state=None,
+                                     expected_task_state=None):
+    """Update an instance and return ``(old, new)`` rows.
+
+    ``expected_vm_state`` / ``expected_task_state`` (a value, or a list that may hold None)
+    make the write conditional: the check is part of the UPDATE's WHERE clause, so no
+    concurrent writer can slip in between; a mismatch raises UnexpectedVMStateError or
+    UnexpectedTaskStateError (UnexpectedDeletingTaskStateError when the instance is deleting).
+    """
+    values = dict(values)
+    expected = _expectations(values, expected_vm_state, expected_task_state)
+    where = _live(instances, instances.c.uuid == instance_uuid)
+    checks = [utils.match(instances.c[column], value) for column, value in expected.items()]
+    with utils.duplicate_as(lambda error: exception.InstanceExists(name=instance_uuid)), \
+            _begin(context) as conn:
+        old = utils.fetch(conn, instances, *where, for_update=True)
+        if old is None:
+            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        if utils.update(conn, instances, [*where, *checks], values) != 1:
+            raise _unexpected_state(instance_uuid, utils.fetch(conn, instances, *where),
+                                    expected)
+        return old, utils.fetch(conn, instances, *where)
+
+
+def instance_get_all_by_host(context, host):
+    return _list(context, instances, instances.c.host == host)
+
+
+def instance_get_all_by_host_and_node(context, host, node):
+    return _list(context, instances, instances.c.host == host, instances.c.node == node)
+
+
+def instance_get_uuids_by_host(context, host):
+    return [row['uuid'] for row in instance_get_all_by_host(context, host)]
+
+
+def _instance_filters(context, filters):
+    """WHERE clauses of ``filters``: exact match per column (a list means IN), ``deleted``
+    True/False (overrides read_deleted), ``changes-since`` (also returns deleted rows)."""
+    filters = dict(filters or {})
+    since = filters.pop('changes-since', None)
+    deleted = filters.pop('deleted', None)
+    if deleted is not None:
+        clauses = [instances.c.deleted != 0 if deleted else instances.c.deleted == 0]
+    elif since is not None:
+        clauses = []
+    else:
+        clauses = utils.visible(instances, context)
+    if since is not None:
+        clauses.append(utils.changed_since(instances, since))
+    for key, value in filters.items():
+        if key not in instances.c:
+            raise exception.Invalid(reason='unknown instance filter %r' % key)
+        clauses.append(utils.match(instances.c[key], value))
+    return clauses
+
+
+def _after_marker(column, marker_row, sort_key, descending):
+    """Rows that follow ``marker_row`` in (``column`` NULLs last, id) order."""
+    def beyond(col, value):
+        return col < value if descending else col > value
+    value, row_id = marker_row[sort_key], marker_row['id']
+    if value is None:
+        return sa.and_(column.is_(None), beyond(instances.c.id, row_id))
+    return sa.or_(column.is_(None), beyond(column, value),
+                  sa.and_(column == value, beyond(instances.c.id, row_id)))
+
+
+def instance_get_all_by_filters(context, filters, sort_key='created_at', sort_dir='desc',
+                                limit=None, marker=None):
+    """Instances matching ``filters``, sorted by ``sort_key`` (then id; NULLs last), paged by
+    ``limit`` and ``marker`` (the uuid of the last instance of the previous page)."""
+    if sort_key not in instances.c or sort_dir not in ('asc', 'desc'):
+        raise exception.Invalid(reason='cannot sort by %r %r' % (sort_key, sort_dir))
+    column, descending = instances.c[sort_key], sort_dir == 'desc'
+    order = [column.is_(None)] + [c.desc() if descending else c.asc()
+                                  for c in (column, instances.c.id)]
+    stmt = sa.select(instances).where(*_instance_filters(context, filters)).order_by(*order)
+    with _begin(context) as conn:
+        if marker is not None:
+            ref = utils.fetch(conn, instances, instances.c.uuid == marker)
+            if ref is None:
+                raise exception.MarkerNotFound(marker=marker)
+            stmt = stmt.where(_after_marker(column, ref, sort_key, descending))
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return utils.to_dicts(conn.execute(stmt))
+
+
+@utils.writer
+def instance_destroy(context, instance_uuid):
+    """Soft-delete an instance and return its row as deleted."""
+    with _begin(context) as conn:
+        row = utils.fetch(conn, instances, *_live(instances, instances.c.uuid == instance_uuid))
+        if row is None:
+            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        _soft_delete(conn, instances, instances.c.id == row['id'])
+        return utils.fetch(conn, instances, instances.c.id == row['id'])
+
+
+# -- instance faults ------------------------------------------------------------------------------
+
+@utils.writer
+def instance_fault_create(context, values):
+    with _begin(context) as conn:
+        return utils.insert(conn, faults, values)
+
+
+def instance_fault_get_by_instance_uuids(context, instance_uuids):
+    """{instance_uuid: [faults, newest first]} with an entry for every uuid asked about."""
+    uuids = list(instance_uuids)
+    result = {uuid: [] for uuid in uuids}
+    with _begin(context) as conn:
+        rows = utils.fetch_all(conn, faults, faults.c.instance_uuid.in_(uuids),
+                               order_by=(faults.c.created_at.desc(), faults.c.id.desc()))
+    for row in rows:
+        result[row['instance_uuid']].append(row)
+    return result
+
+
+# -- instance actions and their events ------------------------------------------------------------
+
+_NEWEST_FIRST = {'actions': (actions.c.created_at.desc(), actions.c.id.desc()),
+                 'events': (events.c.created_at.desc(), events.c.id.desc())}
+
+
+def _action(conn, instance_uuid, request_id):
+    return utils.fetch(conn, actions, actions.c.instance_uuid == instance_uuid,
+                       actions.c.request_id == request_id, order_by=_NEWEST_FIRST['actions'])
+
+
+def _action_or_raise(conn, instance_uuid, request_id):
+    action = _action(conn, instance_uuid, request_id)
+    if action is None:
+        raise exception.InstanceActionNotFound(request_id=request_id,
+                                               instance_uuid=instance_uuid)
+    return action
+
+
+def _without(values, *keys):
+    return {key: value for key, value in values.items() if key not in keys}
+
+
+@utils.writer
+def action_start(context, values):
+    with _begin(context) as conn:
+        return utils.insert(conn, actions, values)
+
+
+@utils.writer
+def action_finish(context, values):
+    """Finish the newest action of ``values``' instance_uuid and request_id; returns it."""
+    with _begin(context) as conn:
+        action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
+        where = [actions.c.id == action['id']]
+        utils.update(conn, actions, where, _without(values, 'instance_uuid', 'request_id'))
+        return utils.fetch(conn, actions, *where)
+
+
+def action_get_by_request_id(context, instance_uuid, request_id):
+    """The newest action of that instance and request, or None."""
+    with _begin(context) as conn:
+        return _action(conn, instance_uuid, request_id)
+
+
+def actions_get(context, instance_uuid):
+    with _begin(context) as conn:
+        return utils.fetch_all(conn, actions, actions.c.instance_uuid == instance_uuid,
+                               order_by=_NEWEST_FIRST['actions'])
+
+
+@utils.writer
+def action_event_start(context, values):
+    """Record an event of the action named by ``values['instance_uuid']`` + ``request_id``."""
+    with _begin(context) as conn:
+        action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
+        utils.update(conn, actions, [actions.c.id == action['id']], {'updated_at': utils.now()})
+        event = dict(_without(values, 'instance_uuid', 'request_id'), action_id=action['id'])
+        return utils.insert(conn, events, event)
+
+
+@utils.writer
+def action_event_finish(context, values):
+    """Set finish_time/result/traceback of the newest such event; an 'error' result also
+    marks the action's message 'Error'. Returns the event."""
+    with _begin(context) as conn:
+        action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
+        event = utils.fetch(conn, events, events.c.action_id == action['id'],
+                            events.c.event == values['event'], order_by=_NEWEST_FIRST['events'])
+        if event is None:
+            raise exception.InstanceActionEventNotFound(event=values['event'],
+                                                        action_id=action['id'])
+        where = [events.c.id == event['id']]
+        utils.update(conn, events, where,
+                     _without(values, 'instance_uuid', 'request_id', 'event'))
+        if (values.get('result') or '').lower() == 'error':
+            utils.update(conn, actions, [actions.c.id == action['id']], {'message': 'Error'})
+        return utils.fetch(conn, events, *where)
+
+
+def action_events_get(context, action_id):
+    with _begin(context) as conn:
+        return utils.fetch_all(conn, events, events.c.action_id == action_id,
+                               order_by=_NEWEST_FIRST['events'])

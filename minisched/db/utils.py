@@ -1,0 +1,169 @@
+"""Helpers shared by the cell ("main") and API database layers.
+
+What this module decides, once for both layers:
+
+* rows leave the DB layer as plain dicts (``to_dict`` / ``to_dicts``);
+* soft-deleted rows are hidden or shown according to ``context.read_deleted`` (``visible``) and a
+  soft delete sets ``deleted = id`` plus ``deleted_at`` (``soft_delete_values``);
+* writes are retried on deadlock (``writer``), upserts also on a racing duplicate (``upserter``),
+  and a ``DBDuplicateEntry`` is turned into a named minisched exception (``duplicate_as``);
+* unique constraints are named ``uniq_<table>0<col>0<col>``: the oslo.db convention that lets it
+  report the violated columns (``DBDuplicateEntry.columns``) on PostgreSQL and MySQL as well;
+* the column types whose storage matters on MySQL/MariaDB (``DateTime``, ``MediumText``). These
+  are part of the schema history (migrations import them): changing one needs a new migration.
+"""
+import contextlib
+
+import sqlalchemy as sa
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_utils import timeutils
+from sqlalchemy.dialects import mysql
+
+#: Naive UTC timestamps that keep microseconds on MySQL/MariaDB too: a plain DATETIME drops them,
+#: and ``updated_at >= since`` would then miss rows changed within the same second.
+DateTime = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql', 'mariadb')
+
+#: JSON documents (flavor, request spec, build request) that can outgrow MySQL's 64 KiB TEXT.
+MediumText = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql', 'mariadb')
+
+#: Table options of every table (ignored by SQLite and PostgreSQL).
+TABLE_KWARGS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8'}
+
+READ_DELETED_MODES = ('no', 'yes', 'only')
+
+
+def now():
+    """Naive UTC now. Takes no argument, so SQLAlchemy calls it without an execution context."""
+    return timeutils.utcnow()
+
+
+# -- schema helpers (models) -------------------------------------------------------------------
+
+def unique_name(table_name, *columns):
+    return 'uniq_%s0%s' % (table_name, '0'.join(columns))
+
+
+def unique(table_name, *columns):
+    """A UniqueConstraint named so that oslo.db can tell which columns it covers."""
+    return sa.UniqueConstraint(*columns, name=unique_name(table_name, *columns))
+
+
+def id_column():
+    return sa.Column('id', sa.Integer, primary_key=True, autoincrement=True)
+
+
+def timestamp_columns():
+    return [sa.Column('created_at', DateTime, default=now),
+            sa.Column('updated_at', DateTime, onupdate=now)]
+
+
+def soft_delete_columns():
+    return [sa.Column('deleted_at', DateTime),
+            sa.Column('deleted', sa.Integer, default=0)]
+
+
+def table(metadata, name, *items, soft_delete=False):
+    """A table of ``id``, timestamps, the given columns, soft-delete columns, then constraints."""
+    columns = [item for item in items if isinstance(item, sa.Column)]
+    constraints = [item for item in items if not isinstance(item, sa.Column)]
+    if soft_delete:
+        columns += soft_delete_columns()
+    return sa.Table(name, metadata, id_column(), *timestamp_columns(), *columns, *constraints,
+                    **TABLE_KWARGS)
+
+
+# -- rows and filters ---------------------------------------------------------------------------
+
+def to_dict(row):
+    return None if row is None else dict(row._mapping)
+
+
+def to_dicts(rows):
+    return [dict(row._mapping) for row in rows]
+
+
+def visible(table, context):
+    """WHERE clauses hiding or selecting soft-deleted rows of ``table`` per ``read_deleted``."""
+    mode = getattr(context, 'read_deleted', 'no') or 'no'
+    if mode == 'no':
+        return [table.c.deleted == 0]
+    if mode == 'only':
+        return [table.c.deleted != 0]
+    if mode == 'yes':
+        return []
+    raise ValueError('read_deleted must be one of %s, not %r' % (READ_DELETED_MODES, mode))
+
+
+def soft_delete_values(table):
+    """SET values of a soft delete: ``deleted`` takes the row's own id (frees unique keys)."""
+    return {'deleted': table.c.id, 'deleted_at': now()}
+
+
+def match(column, expected):
+    """``column = expected``, or ``IN`` for a list; ``None`` (alone or in a list) means IS NULL."""
+    if not isinstance(expected, (list, tuple, set, frozenset)):
+        return column.is_(None) if expected is None else column == expected
+    values = [value for value in expected if value is not None]
+    clauses = [column.in_(values)] if values else []
+    if len(values) != len(expected):
+        clauses.append(column.is_(None))
+    return sa.or_(*clauses) if clauses else sa.false()
+
+
+# -- transactions and errors --------------------------------------------------------------------
+
+def writer(func):
+    """Retry a write function (its whole transaction) when the database reports a deadlock."""
+    return oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)(func)
+
+
+def _is_duplicate(error):
+    return isinstance(error, db_exc.DBDuplicateEntry)
+
+
+def upserter(func):
+    """Like ``writer``, and also retry when a concurrent insert of the same key won the race."""
+    return oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True,
+                                     exception_checker=_is_duplicate)(func)
+
+
+@contextlib.contextmanager
+def duplicate_as(make_error):
+    """Re-raise ``DBDuplicateEntry`` as ``make_error(error)`` (it may look at ``error.columns``)."""
+    try:
+        yield
+    except db_exc.DBDuplicateEntry as error:
+        raise make_error(error) from error
+
+
+# -- statements on a connection -----------------------------------------------------------------
+
+def fetch(conn, table, *where, order_by=(), for_update=False):
+    """The first row of ``table`` matching ``where`` (in ``order_by`` order) as a dict, or None."""
+    stmt = sa.select(table).where(*where).order_by(*order_by).limit(1)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return to_dict(conn.execute(stmt).first())
+
+
+def fetch_all(conn, table, *where, order_by=None):
+    """Every row of ``table`` matching ``where`` as dicts, oldest id first by default."""
+    stmt = sa.select(table).where(*where).order_by(*(order_by or (table.c.id,)))
+    return to_dicts(conn.execute(stmt))
+
+
+def insert(conn, table, values):
+    """Insert ``values`` and return the new row as stored (defaults and id filled in)."""
+    result = conn.execute(sa.insert(table).values(values))
+    return fetch(conn, table, table.c.id == result.inserted_primary_key[0])
+
+
+def update(conn, table, where, values):
+    """UPDATE ``table`` SET ``values`` WHERE all of ``where``; returns the matched row count."""
+    return conn.execute(sa.update(table).where(*where).values(values)).rowcount
+
+
+def changed_since(table, since):
+    """Rows created or updated at or after ``since`` (naive UTC)."""
+    return sa.or_(table.c.updated_at >= since, table.c.created_at >= since)

@@ -1,0 +1,186 @@
+"""The DB layer on real servers: db_sync of both databases on throwaway PostgreSQL and MariaDB
+databases, the schema matching the models, then a CRUD pass through the behaviours whose SQL
+differs between backends (duplicate detection, ordered SET, microsecond timestamps, NULLs).
+"""
+import os
+
+import pytest
+import sqlalchemy as sa
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+
+from minisched import context as ms_context
+from minisched import exception
+from minisched.conf import database, default
+from minisched.db import engines, migration, utils
+from minisched.db.api import api as api_db
+from minisched.db.main import api as main_db
+from tests.functional import db_fixtures
+from tests.unit.db.test_migration import schema_diff
+
+pytestmark = pytest.mark.functional
+throwaway_db = db_fixtures.throwaway_db  # makes the fixture available in this module
+
+
+def _configure(state_path, urls):
+    conf = cfg.ConfigOpts()
+    database.register_opts(conf)
+    default.register_opts(conf)
+    conf([], project='minisched-test', default_config_files=[], default_config_dirs=[])
+    conf.set_override('state_path', str(state_path))
+    conf.set_override('connection', urls['main'], group='database')
+    # [api_database] is a module-level OptGroup: its overrides are seen by every ConfigOpts.
+    conf.set_override('connection', urls['api'], group='api_database')
+    try:
+        engines.configure(conf)
+    finally:
+        conf.clear_override('connection', group='api_database')
+
+
+@pytest.fixture(params=db_fixtures.SERVER_BACKENDS)
+def urls(request, tmp_path, monkeypatch):
+    """Both databases created on the parametrized backend, migrated (twice) and configured."""
+    monkeypatch.setattr(engines, '_urls', dict(engines._urls))
+    monkeypatch.setattr(engines, '_options', dict(engines._options))
+    urls = {}
+    for name in ('main', 'api'):
+        urls[name], cleanup = db_fixtures.make_db(request.param)
+        request.addfinalizer(cleanup)
+    _configure(tmp_path, urls)
+    for name in ('main', 'api'):
+        migration.db_sync(urls[name], name)
+        migration.db_sync(urls[name], name)
+    return urls
+
+
+@pytest.fixture
+def ctx(urls):
+    return ms_context.get_admin_context()
+
+
+@pytest.mark.parametrize('throwaway_db', db_fixtures.BACKENDS, indirect=True)
+def test_throwaway_db_fixture(throwaway_db):
+    assert db_fixtures.PREFIX in throwaway_db
+    migration.db_sync(throwaway_db, 'api')
+    assert migration.db_version(throwaway_db, 'api') is not None
+
+
+@pytest.mark.parametrize('backend', db_fixtures.BACKENDS)
+def test_make_db_cleanup_drops_the_database(backend):
+    url, cleanup = db_fixtures.make_db(backend)
+    migration.db_sync(url, 'main')
+    cleanup()
+    cleanup()
+    if backend == 'sqlite':
+        assert not os.path.exists(os.path.dirname(sa.engine.make_url(url).database))
+        return
+    with pytest.raises(sa.exc.OperationalError):  # unknown database
+        with sa.create_engine(url).connect():
+            pass
+
+
+def test_db_sync_and_schema(urls):
+    for name, url in urls.items():
+        assert migration.db_version(url, name) is not None
+        assert schema_diff(url, name) == []
+
+
+def test_services(ctx):
+    values = {'host': 'h1', 'binary': main_db.COMPUTE_BINARY, 'topic': 'compute'}
+    service = main_db.service_create(ctx, values)
+    with pytest.raises(exception.ServiceBinaryExists):
+        main_db.service_create(ctx, dict(values, topic='other'))
+    with pytest.raises(exception.ServiceTopicExists):
+        main_db.service_create(ctx, dict(values, binary='minisched-other'))
+    first = main_db.service_update(ctx, service['id'], {'report_count': 1})
+    assert first['last_seen_up'] is not None and first['report_count'] == 1
+    again = main_db.service_update(ctx, service['id'], {'report_count': 1})
+    assert again['last_seen_up'] == first['last_seen_up']
+    assert again['updated_at'] > first['updated_at']
+    main_db.service_destroy(ctx, service['id'])
+    gone = main_db.service_get(ms_context.get_admin_context('yes'), service['id'])
+    assert gone['deleted'] == service['id']
+    assert main_db.service_create(ctx, values)['id'] != service['id']
+
+
+def test_compute_nodes(ctx):
+    values = {'host': 'h1', 'hypervisor_hostname': 'n1', 'vcpus': 4, 'memory_mb': 1024,
+              'local_gb': 10, 'vcpus_used': 0, 'memory_mb_used': 0, 'local_gb_used': 0,
+              'cpu_info': '{}', 'ram_allocation_ratio': 1.5}
+    node = main_db.compute_node_create(ctx, values)
+    stale = main_db.compute_node_create(ctx, dict(values, hypervisor_hostname='n2'))
+    with pytest.raises(exception.ComputeNodeExists):
+        main_db.compute_node_create(ctx, values)
+    since = utils.now()  # rows changed within the same second must still be found
+    main_db.compute_node_update(ctx, node['id'], {'vcpus_used': 2})
+    main_db.compute_node_delete(ctx, stale['id'])
+    changed = main_db.compute_node_get_all_changed_since(ctx, since)
+    assert sorted((row['id'], row['deleted']) for row in changed) == [
+        (node['id'], 0), (stale['id'], stale['id'])]
+    assert main_db.compute_node_get_by_host_and_nodename(ctx, 'h1', 'n1')['vcpus_used'] == 2
+
+
+def test_instances(ctx):
+    inst = main_db.instance_create(ctx, {'host': 'h1', 'node': 'n1', 'vm_state': 'building',
+                                         'task_state': None, 'flavor': '{"x": 1}' * 20000})
+    assert len(inst['flavor']) == 8 * 20000  # > 64 KiB: MEDIUMTEXT on MySQL
+    _, new = main_db.instance_update_and_get_original(
+        ctx, inst['uuid'], {'task_state': 'scheduling'}, expected_task_state=[None, 'x'])
+    assert new['task_state'] == 'scheduling'
+    with pytest.raises(exception.UnexpectedTaskStateError):
+        main_db.instance_update_and_get_original(ctx, inst['uuid'], {'task_state': 'y'},
+                                                 expected_task_state=[None])
+    main_db.instance_update_and_get_original(ctx, inst['uuid'], {'task_state': 'deleting'})
+    with pytest.raises(exception.UnexpectedDeletingTaskStateError):
+        main_db.instance_update_and_get_original(ctx, inst['uuid'], {'host': 'h2'},
+                                                 expected_task_state='scheduling')
+    with pytest.raises(exception.InstanceExists):
+        main_db.instance_create(ctx, {'uuid': inst['uuid']})
+    for host in ('h3', None, 'h2', None):
+        main_db.instance_create(ctx, {'host': host})
+    everything = main_db.instance_get_all_by_filters(ctx, {}, sort_key='host', sort_dir='asc')
+    assert [row['host'] for row in everything] == ['h1', 'h2', 'h3', None, None]
+    page = main_db.instance_get_all_by_filters(ctx, {}, sort_key='host', sort_dir='asc',
+                                               limit=2, marker=everything[2]['uuid'])
+    assert [row['id'] for row in page] == [row['id'] for row in everything[3:]]
+    assert main_db.instance_destroy(ctx, inst['uuid'])['deleted'] == inst['id']
+
+
+def test_host_mappings(ctx):
+    cell = api_db.cell_mapping_create(ctx, {'name': 'cell1'})
+    other = api_db.cell_mapping_create(ctx, {'name': 'cell2'})
+    mapping = api_db.host_mapping_create(ctx, 'h1', cell['id'])
+    assert mapping['cell_mapping']['uuid'] == cell['uuid']
+    with pytest.raises(exception.HostMappingExists) as caught:
+        api_db.host_mapping_create(ctx, 'h1', other['id'])
+    assert caught.value.kwargs['cell_uuid'] == cell['uuid']
+    with pytest.raises(db_exc.DBReferenceError):
+        api_db.cell_mapping_destroy(ctx, cell['uuid'])
+
+
+def test_aggregates(ctx):
+    agg = api_db.aggregate_create(ctx, {'name': 'a1'}, metadata={'availability_zone': 'az'})
+    api_db.aggregate_host_add(ctx, agg['id'], 'h1')
+    api_db.aggregate_host_add(ctx, agg['id'], 'h2')
+    with pytest.raises(exception.AggregateHostExists):
+        api_db.aggregate_host_add(ctx, agg['id'], 'h1')
+    with pytest.raises(exception.AggregateNameExists):
+        api_db.aggregate_create(ctx, {'name': 'a1'})
+    api_db.aggregate_metadata_update(ctx, agg['id'], {'availability_zone': None, 'k': 'v'})
+    found = api_db.aggregate_get_by_host(ctx, 'h2')
+    assert [(a['hosts'], a['metadata']) for a in found] == [(['h1', 'h2'], {'k': 'v'})]
+    api_db.aggregate_destroy(ctx, agg['id'])
+    assert api_db.aggregate_get_all(ctx) == []
+
+
+def test_flavors(ctx):
+    flavor = api_db.flavor_create(ctx, {'flavorid': '1', 'name': 'small', 'memory_mb': 512,
+                                        'vcpus': 1}, extra_specs={'a': '1'})
+    with pytest.raises(exception.FlavorExists):
+        api_db.flavor_create(ctx, {'flavorid': '2', 'name': 'small', 'memory_mb': 1,
+                                   'vcpus': 1})
+    specs = api_db.flavor_extra_specs_update(ctx, flavor['id'], {'a': None, 'b': '2'})
+    assert specs == {'b': '2'}
+    assert api_db.flavor_get_by_name(ctx, 'small')['extra_specs'] == {'b': '2'}
+    api_db.flavor_destroy(ctx, '1')
+    assert api_db.flavor_get_all(ctx) == []
