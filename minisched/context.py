@@ -1,4 +1,5 @@
 """Request context: who is asking, carried across RPC as ``_context_*`` keys (oslo.context)."""
+import contextlib
 import copy
 
 from oslo_context import context
@@ -73,3 +74,16 @@ def get_admin_context(read_deleted='no'):
 def get_context():
     """A non-admin context with no user, for service-internal calls."""
     return RequestContext(user_id=None, project_id=None, is_admin=False, overwrite=False)
+
+
+@contextlib.contextmanager
+def target_cell(context, cell_mapping):
+    """Yield a copy of ``context`` whose DB calls go to ``cell_mapping``'s database.
+
+    ``cell_mapping`` None targets the configured ``[database]`` (the single-cell default).
+    """
+    cctxt = copy.copy(context)
+    if cell_mapping is not None:
+        cctxt.cell_uuid = cell_mapping.uuid
+        cctxt.db_connection = cell_mapping.database_connection
+    yield cctxt

@@ -16,7 +16,13 @@ CONF = conf.CONF
 DEFAULT_RATIOS = {'cpu_allocation_ratio': 16.0, 'ram_allocation_ratio': 1.5,
                   'disk_allocation_ratio': 1.0}
 
-_JSON_FIELDS = ('stats', 'supported_hv_specs')
+
+
+def effective_ratio(name, value, configured):
+    """A 0.0/None node ratio means "unset": use the controller's option, then the constant."""
+    if value:
+        return value
+    return configured if configured else DEFAULT_RATIOS[name]
 
 
 @base.MinischedObjectRegistry.register
@@ -74,11 +80,7 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
 
     @staticmethod
     def _ratio(name, value):
-        """A 0.0/None node ratio means "unset": use the controller's option, then the constant."""
-        if value:
-            return value
-        configured = getattr(CONF, name, 0.0)
-        return configured if configured else DEFAULT_RATIOS[name]
+        return effective_ratio(name, value, getattr(CONF, name, 0.0))
 
     @classmethod
     def _from_db_object(cls, context, compute, db_compute):
@@ -151,9 +153,9 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class ComputeNodeList(base.ObjectListBase, base.MinischedObject):
-    """Version 1.17 is Nova's; ``get_all_changed_since`` is minisched's incremental refresh."""
+    """Nova's 1.17, plus minisched's 1.18: ``get_all_changed_since`` (incremental refresh)."""
 
-    VERSION = '1.17'
+    VERSION = '1.18'
 
     fields = {'objects': fields.ListOfObjectsField('ComputeNode')}
 
@@ -177,6 +179,11 @@ class ComputeNodeList(base.ObjectListBase, base.MinischedObject):
     @base.remotable_classmethod
     def get_all_by_host(cls, context, host):
         return cls._make(context, db.compute_node_get_all_by_host(context, host))
+
+    @base.remotable_classmethod
+    def get_all_changed_since(cls, context, since):
+        """Nodes created, updated or deleted at or after ``since`` (deleted ones included)."""
+        return cls._make(context, db.compute_node_get_all_changed_since(context, since))
 
     @base.remotable_classmethod
     def get_by_hypervisor(cls, context, hypervisor_match):

@@ -140,6 +140,10 @@ class HostState:
         self.instances = {}
         self.service = None
         self.updated = None
+        #: When this process last consumed from the host (None: state is as last reported).
+        self.consumed_at = None
+        #: The compute node row the state was last built from.
+        self.last_record = None
 
     locals().update({name: _int_column(name) for name in INT_COLUMNS})
     locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
@@ -218,7 +222,7 @@ class HostState:
             except Exception:
                 LOG.exception('Failed to consume request on host %s', self.host)
             else:
-                self.updated = timeutils.utcnow(with_timezone=True)
+                self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
 
     def _consume(self, spec_obj):
         disk_mb = (spec_obj.root_gb + spec_obj.ephemeral_gb) * 1024

@@ -126,6 +126,14 @@ def service_get_all_by_binary(context, binary, include_disabled=False):
     return _list(context, services, services.c.binary == binary, *where)
 
 
+def service_get_all_changed_since(context, binary, since):
+    """``binary`` services created, updated or deleted at/after ``since`` (deleted included),
+    for the scheduler's incremental refresh."""
+    with _begin(context) as conn:
+        return utils.fetch_all(conn, services, services.c.binary == binary,
+                               utils.changed_since(services, since))
+
+
 def service_get_all_by_host(context, host):
     return _list(context, services, services.c.host == host)
 

@@ -34,6 +34,7 @@ services = _table(
     utils.unique('services', 'uuid'),
     utils.unique('services', 'host', 'binary', 'deleted'),
     utils.unique('services', 'host', 'topic', 'deleted'),
+    sa.Index('services_updated_at_idx', 'updated_at'),
     soft_delete=True,
 )
 

@@ -52,6 +52,7 @@ def upgrade():
         sa.UniqueConstraint('host', 'topic', 'deleted',
                             name='uniq_services0host0topic0deleted'),
         soft_delete=True)
+    op.create_index('services_updated_at_idx', 'services', ['updated_at'])
 
     _create(
         'compute_nodes',

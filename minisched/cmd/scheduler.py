@@ -1,0 +1,33 @@
+"""minisched-scheduler: answers select_destinations with the configured driver."""
+import sys
+
+from oslo_concurrency import processutils
+
+from minisched.cmd import common
+from minisched import config
+from minisched import exception
+from minisched.scheduler import manager
+from minisched import service
+
+
+def _workers(conf):
+    workers = conf.scheduler.workers
+    if not workers:
+        workers = (processutils.get_worker_count()
+                   if conf.scheduler.driver == 'filter_scheduler' else 1)
+    return workers
+
+
+def main(argv=None):
+    conf = common.setup_service(argv)
+    try:
+        server = service.Service.create(conf, binary='minisched-scheduler', topic='scheduler',
+                                        manager_class=manager.SchedulerManager)
+    except (exception.PluginNotFound, exception.SchedulerHostFilterNotFound) as exc:
+        config.fail('minisched-scheduler', exc.format_message())
+    service.serve(conf, server, workers=_workers(conf))
+    service.wait()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

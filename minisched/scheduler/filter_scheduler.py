@@ -1,0 +1,228 @@
+"""The FilterScheduler: per instance, filter, weigh, then pick among the best hosts.
+
+Nova's legacy (no-Placement) algorithm, step for step. Two interchangeable pipelines run it:
+:class:`RowPipeline` works on host-state table rows with vectorised filters and weighers (the
+default), :class:`ReferencePipeline` on HostState lists exactly as Nova does; both make the
+same decisions (the benchmark checks that on every request it times).
+"""
+import logging
+import random
+import time
+
+import numpy as np
+
+from minisched import exception
+from minisched.objects import base as objects_base
+from minisched.objects import instance as instance_obj
+from minisched.objects import selection as selection_obj
+from minisched import rpc
+from minisched.scheduler import driver
+from minisched.scheduler import filters
+
+LOG = logging.getLogger(__name__)
+
+
+class RowPipeline:
+    """Candidates are an array of table rows; filters and weighers run column-wise."""
+
+    def __init__(self, host_manager):
+        self.hm = host_manager
+
+    def initial(self, context, spec_obj):
+        return self.hm.candidate_rows(spec_obj)
+
+    def from_rows(self, rows):
+        return rows
+
+    def state(self, candidates, index):
+        return self.hm.table.states[candidates[index]]
+
+    def states(self, candidates):
+        return self.hm.get_host_states(candidates)
+
+    def filter(self, candidates, spec_obj, index):
+        """Returns ``(survivors, FilterResult or None, filters_ran)``."""
+        rows, skip = self.hm.pre_filter_rows(candidates, spec_obj)
+        if skip or not len(rows):
+            return rows, None, False
+        result = self.hm.filter_handler.run_rows(self.hm.enabled_filters, self.hm.table, rows,
+                                                 spec_obj, index)
+        return result.survivors, result, True
+
+    def weigh(self, candidates, spec_obj):
+        """Returns ``(candidates sorted by weight, weights in that order)``."""
+        view = filters.RowView(self.hm.table, candidates)
+        return self.hm.weight_handler.weigh_rows(self.hm.weighers, view, spec_obj)
+
+    def reorder(self, candidates, order):
+        return candidates[np.asarray(order, dtype=np.int64)]
+
+
+class ReferencePipeline:
+    """Candidates are HostState lists, run through Nova's per-host handlers."""
+
+    def __init__(self, host_manager):
+        self.hm = host_manager
+
+    def initial(self, context, spec_obj):
+        return self.hm.get_host_states(self.hm.candidate_rows(spec_obj))
+
+    def from_rows(self, rows):
+        return self.hm.get_host_states(rows)
+
+    def state(self, candidates, index):
+        return candidates[index]
+
+    def states(self, candidates):
+        return list(candidates)
+
+    def filter(self, candidates, spec_obj, index):
+        rows = np.asarray([s.row for s in candidates], dtype=np.int64)
+        rows, skip = self.hm.pre_filter_rows(rows, spec_obj)
+        states = self.hm.get_host_states(rows)
+        if skip or not states:
+            return states, None, False
+        result = self.hm.filter_handler.run(self.hm.enabled_filters, states, spec_obj, index)
+        return result.survivors, result, True
+
+    def weigh(self, candidates, spec_obj):
+        weighed = self.hm.get_weighed_hosts(candidates, spec_obj)
+        return [w.obj for w in weighed], [w.weight for w in weighed]
+
+    def reorder(self, candidates, order):
+        return [candidates[i] for i in order]
+
+
+class FilterScheduler(driver.Scheduler):
+    """Scheduler that can be used for filtering and weighing."""
+
+    pipeline_cls = RowPipeline
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.notifier = rpc.get_notifier('scheduler', conf.host)
+        self.pipeline = self.pipeline_cls(self.host_manager)
+        #: The last request's figures, for logs and metrics.
+        self.last_stats = {}
+
+    def select_destinations(self, context, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid,
+                            provider_summaries, allocation_request_version=None,
+                            return_alternates=False):
+        payload = {'request_spec': objects_base.obj_to_primitive(
+            spec_obj.to_legacy_request_spec_dict())}
+        self.notifier.info(context, 'scheduler.select_destinations.start', dict(payload))
+        selections = self._schedule(context, spec_obj, instance_uuids, return_alternates)
+        self.notifier.info(context, 'scheduler.select_destinations.end', dict(payload))
+        return selections
+
+    def _get_all_host_candidates(self, context, spec_obj):
+        """Template method: the candidates of this request (caching driver overrides it)."""
+        self.host_manager.ensure_initialized(context)
+        self.host_manager.refresh(context)
+        return self.pipeline.initial(context, spec_obj)
+
+    def _schedule(self, context, spec_obj, instance_uuids, return_alternates=False):
+        start = time.monotonic()
+        elevated = context.elevated()
+        candidates = self._get_all_host_candidates(elevated, spec_obj)
+        hosts_in = len(candidates)
+        num_instances = len(instance_uuids) if instance_uuids else spec_obj.num_instances
+        num_alts = self.conf.scheduler.max_attempts - 1 if return_alternates else 0
+        selected, last_result, filters_ran = [], None, False
+        for num in range(num_instances):
+            instance_uuid = instance_uuids[num] if instance_uuids else None
+            if instance_uuid:
+                spec_obj.instance_uuid = instance_uuid
+                spec_obj.obj_reset_changes(['instance_uuid'])
+            candidates, last_result, filters_ran = self._get_sorted_hosts(spec_obj, candidates,
+                                                                          num)
+            if not len(candidates):
+                break
+            chosen = self.pipeline.state(candidates, 0)
+            self._set_limits(chosen, spec_obj, filters_ran)
+            selected.append(chosen)
+            self._consume_selected_host(chosen, spec_obj, instance_uuid)
+        self._ensure_sufficient_hosts(selected, num_instances, last_result)
+        selections = self._get_alternate_hosts(selected, spec_obj, candidates, num_instances - 1,
+                                               num_alts, filters_ran)
+        elapsed = time.monotonic() - start
+        self.last_stats = {'seconds': elapsed, 'hosts_in': hosts_in,
+                           'filter_counts': last_result.counts if last_result else []}
+        LOG.debug('Scheduled %(n)d instance(s) over %(hosts)d host(s) in %(ms).2f ms',
+                  {'n': num_instances, 'hosts': hosts_in, 'ms': elapsed * 1000})
+        return selections
+
+    def _get_sorted_hosts(self, spec_obj, candidates, index):
+        """Filter and weigh; the chosen host (random among the best subset) comes first."""
+        survivors, result, filters_ran = self.pipeline.filter(candidates, spec_obj, index)
+        if not len(survivors):
+            return survivors, result, filters_ran
+        weighed, weights = self.pipeline.weigh(survivors, spec_obj)
+        order = list(range(len(weighed)))
+        if self.conf.filter_scheduler.shuffle_best_same_weighed_hosts:
+            best = weights[0]
+            ties = next((i for i, w in enumerate(weights) if w != best), len(weights))
+            head = order[:ties]
+            random.shuffle(head)
+            order[:ties] = head
+        subset_size = min(self.conf.filter_scheduler.host_subset_size, len(order))
+        chosen = random.choice(order[:subset_size])
+        order.remove(chosen)
+        return self.pipeline.reorder(weighed, [chosen] + order), result, filters_ran
+
+    def _set_limits(self, host_state, spec_obj, filters_ran):
+        """Recompute the limits the resource filters give ``host_state`` for this request.
+
+        Host states outlive requests, so limits are rebuilt for the hosts returned rather
+        than kept from filtering; forced hosts (no filters ran) get none, as in Nova.
+        """
+        host_state.limits = {}
+        if not filters_ran:
+            return
+        for flt in self.host_manager.enabled_filters:
+            if flt.SETS_LIMITS:
+                flt._filter_one(host_state, spec_obj)
+
+    def _consume_selected_host(self, selected_host, spec_obj, instance_uuid=None):
+        LOG.debug('Selected host: %(host)s', {'host': selected_host})
+        selected_host.consume_from_request(spec_obj)
+        group = spec_obj.instance_group if spec_obj.obj_attr_is_set('instance_group') else None
+        if group is not None:
+            group.hosts = list(group.hosts if group.obj_attr_is_set('hosts') else []) + \
+                [selected_host.host]
+            group.obj_reset_changes(['hosts'])
+            if instance_uuid and instance_uuid not in selected_host.instances:
+                selected_host.instances[instance_uuid] = instance_obj.Instance(
+                    uuid=instance_uuid)
+
+    def _ensure_sufficient_hosts(self, selected, num_instances, last_result):
+        if len(selected) >= num_instances:
+            return
+        # Their consumption is undone by the next refresh from the database.
+        for host_state in selected:
+            host_state.updated = None
+            host_state.consumed_at = None
+        reason = 'There are not enough hosts available.'
+        explanation = last_result.explain() if last_result is not None else ''
+        if explanation:
+            reason = '%s Filters rejected hosts: %s.' % (reason, explanation)
+        raise exception.NoValidHost(reason=reason)
+
+    def _get_alternate_hosts(self, selected, spec_obj, candidates, index, num_alts,
+                             filters_ran):
+        if index > 0 and num_alts > 0:
+            candidates, _, filters_ran = self._get_sorted_hosts(spec_obj, candidates, index)
+        selected_keys = {(s.host, s.nodename) for s in selected}
+        pool = self.pipeline.states(candidates) if num_alts else []
+        selections = []
+        for chosen in selected:
+            alternates = []
+            for host_state in pool:
+                if len(alternates) >= num_alts:
+                    break
+                if (host_state.cell_uuid == chosen.cell_uuid and
+                        (host_state.host, host_state.nodename) not in selected_keys):
+                    self._set_limits(host_state, spec_obj, filters_ran)
+                    alternates.append(selection_obj.Selection.from_host_state(host_state))
+            selections.append([selection_obj.Selection.from_host_state(chosen)] + alternates)
+        return selections

@@ -1,0 +1,485 @@
+"""The HostManager: which hosts exist, what they have, and which filters and weighers run.
+
+Unlike Nova's (which rebuilds every host state from the database on every request), host
+states here live for the process and are refreshed incrementally: each refresh reads only the
+compute node and service rows changed since the previous one (``updated_at``), so an unchanged
+cluster costs two indexed queries. A full re-read happens at start-up and every
+``FULL_RESYNC_SECONDS`` to catch anything an incremental read could miss. Instance lists come
+from the computes' fanout casts, aggregates from the API's.
+"""
+import collections
+import datetime
+import logging
+import threading
+import time
+import uuid
+
+import numpy as np
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
+
+from minisched import context as ms_context
+from minisched.db.main import api as db
+from minisched import exception
+from minisched.objects import aggregate as aggregate_obj
+from minisched.objects import cell_mapping as cell_mapping_obj
+from minisched.objects import compute_node as compute_node_obj
+from minisched.objects import fields
+from minisched.objects import instance as instance_obj
+from minisched.scheduler import filters
+from minisched.scheduler import host_state
+from minisched.scheduler import plugins
+from minisched.scheduler import weights
+
+LOG = logging.getLogger(__name__)
+
+COMPUTE_BINARY = 'minisched-compute'
+#: Cell uuid of the implicit cell (the local [database]) used while no cell is mapped.
+LOCAL_CELL_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, 'minisched:local-cell'))
+#: Seconds between full re-reads of every cell (the incremental refresh's safety net).
+FULL_RESYNC_SECONDS = 60
+#: Rows committed slightly out of order are caught by re-reading this far back.
+SKEW = datetime.timedelta(seconds=2)
+#: After this long without a newer compute node record, a host's in-memory consumption is
+#: dropped (the build it stood for never reached the compute).
+CONSUMPTION_TTL_SECONDS = 120
+
+
+class _HVSpec:
+    __slots__ = ('_triple',)
+
+    def __init__(self, triple):
+        self._triple = [fields.Architecture.canonicalize(triple[0]),
+                        fields.HVType.canonicalize(triple[1]),
+                        fields.VMMode.canonicalize(triple[2])]
+
+    def to_list(self):
+        return list(self._triple)
+
+
+class NodeRecord:
+    """A compute node row with ComputeNode's attribute interface, without ovo's cost.
+
+    Building 10,000 versioned objects takes seconds; the scheduler only reads them, so it
+    reads rows and applies the object's conversions (JSON fields, ratio defaults, UTC) itself.
+    """
+
+    def __init__(self, row, conf):
+        self.__dict__.update(row)
+        self.stats = {k: None if v is None else str(v)
+                      for k, v in (jsonutils.loads(row['stats']) if row['stats'] else {}).items()}
+        self.supported_hv_specs = [_HVSpec(t) for t in
+                                   jsonutils.loads(row['supported_instances'] or '[]')]
+        self.pci_device_pools = row.get('pci_stats')
+        for name in compute_node_obj.DEFAULT_RATIOS:
+            setattr(self, name, compute_node_obj.effective_ratio(name, row[name],
+                                                                 getattr(conf, name)))
+        for name in ('updated_at', 'created_at'):
+            value = row[name]
+            if value is not None and value.tzinfo is None:
+                setattr(self, name, value.replace(tzinfo=datetime.timezone.utc))
+
+    def __contains__(self, name):
+        return name in self.__dict__
+
+
+class HostManager:
+    """Keeps the host states of every cell and runs the filter and weigher handlers."""
+
+    host_state_cls = host_state.HostState
+
+    def __init__(self, conf):
+        self.conf = conf
+        fs_conf = conf.filter_scheduler
+        self.filter_handler = filters.HostFilterHandler()
+        self.filter_classes = plugins.classes(plugins.FILTERS, fs_conf.available_filters,
+                                              plugins.ALL_FILTERS)
+        self.enabled_filters = self._choose_host_filters(self._enabled_filter_names())
+        self.weight_handler = weights.HostWeightHandler()
+        weigher_classes = plugins.classes(plugins.WEIGHERS, fs_conf.weight_classes,
+                                          plugins.ALL_WEIGHERS)
+        self.weighers = [cls(conf) for cls in weigher_classes.values()]
+        self.table = host_state.HostStateTable(capacity=1024)
+        self.host_state_map = {}                       # (host, node) -> HostState
+        self._states_by_host = collections.defaultdict(list)
+        self._services = {}                            # host -> service row
+        self.aggs_by_id = {}
+        self.host_aggregates_map = collections.defaultdict(set)
+        self._instance_info = {}
+        self._instance_lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._cell_sync = {}
+        self.cells = None
+        self.enabled_cells = None
+        self._initialized = False
+        self.last_refresh_seconds = 0.0
+
+    def _enabled_filter_names(self):
+        return self.conf.filter_scheduler.enabled_filters
+
+    def _choose_host_filters(self, names):
+        """Instantiate the enabled filters once, in order; an unknown name stops start-up."""
+        chosen = []
+        for name in names:
+            cls = self.filter_classes.get(name)
+            if cls is None:
+                raise exception.SchedulerHostFilterNotFound(filter_name=name)
+            chosen.append(cls(self.conf))
+        return chosen
+
+    # -- start-up ----------------------------------------------------------------------
+
+    def ensure_initialized(self, context):
+        """Load cells, aggregates, instance info and host states once (after any fork)."""
+        if self._initialized:
+            return
+        with self._refresh_lock:
+            if self._initialized:
+                return
+            self.refresh_cells_caches(context)
+            self._init_aggregates(context)
+            if self.conf.filter_scheduler.track_instance_changes:
+                self._init_instance_info(context)
+            self._initialized = True
+        self.refresh(context, full=True)
+
+    def refresh_cells_caches(self, context=None):
+        """Re-read the cell mappings (cell0 excluded). No mappings: the local [database]."""
+        context = context or ms_context.get_admin_context()
+        try:
+            mappings = [c for c in cell_mapping_obj.CellMappingList.get_all(context)
+                        if not c.is_cell0()]
+        except Exception:
+            LOG.exception('Could not read cell mappings; using the local database only')
+            mappings = []
+        if not mappings:
+            LOG.warning('No cell mappings found: scheduling from the local [database] only. '
+                        'Run "minisched-manage cell simple_cell_setup" to map cells and hosts.')
+        self.cells = mappings or [None]
+        self.enabled_cells = [c for c in self.cells if c is None or not c.disabled]
+
+    def _init_aggregates(self, context):
+        try:
+            aggregates = aggregate_obj.AggregateList.get_all(context)
+        except Exception:
+            LOG.exception('Could not read aggregates')
+            return
+        for agg in aggregates:
+            self.aggs_by_id[agg.id] = agg
+            for host in agg.hosts:
+                self.host_aggregates_map[host].add(agg.id)
+
+    def _init_instance_info(self, context):
+        """Read every cell's live instances once; the computes' casts keep them current."""
+        info = collections.defaultdict(dict)
+        for cell in self.cells:
+            with ms_context.target_cell(context, cell) as cctxt:
+                try:
+                    rows = db.instance_get_all_by_filters(cctxt, {'deleted': False},
+                                                          sort_key='id', sort_dir='asc')
+                except Exception:
+                    LOG.exception('Could not read instances of cell %s', _cell_name(cell))
+                    continue
+            for row in rows:
+                if row['host']:
+                    info[row['host']][row['uuid']] = instance_obj.Instance(uuid=row['uuid'])
+        with self._instance_lock:
+            for host, instances in info.items():
+                self._instance_info[host] = {'instances': instances, 'updated': False}
+
+    # -- refresh -----------------------------------------------------------------------
+
+    def refresh(self, context, full=False):
+        """Bring host states up to date with the cell databases (incrementally by default)."""
+        start = time.monotonic()
+        with self._refresh_lock:
+            for cell in self.cells:
+                with ms_context.target_cell(context, cell) as cctxt:
+                    try:
+                        self._refresh_cell(cctxt, cell, full)
+                    except Exception:
+                        LOG.exception('Could not refresh host states of cell %s; its hosts '
+                                      'keep their last known state', _cell_name(cell))
+        self.last_refresh_seconds = time.monotonic() - start
+
+    def _refresh_cell(self, cctxt, cell, full):
+        cell_uuid = cell.uuid if cell is not None else LOCAL_CELL_UUID
+        sync = self._cell_sync.setdefault(cell_uuid, {'since': None, 'full_at': 0.0})
+        now = time.monotonic()
+        full = full or sync['since'] is None or now - sync['full_at'] > FULL_RESYNC_SECONDS
+        if full:
+            services = db.service_get_all_by_binary(cctxt, COMPUTE_BINARY,
+                                                    include_disabled=True)
+            nodes = db.compute_node_get_all(cctxt)
+        else:
+            since = sync['since'] - SKEW
+            services = db.service_get_all_changed_since(cctxt, COMPUTE_BINARY, since)
+            nodes = db.compute_node_get_all_changed_since(cctxt, since)
+        newest = sync['since']
+        for row in services:
+            newest = _newest(newest, row)
+            if row['deleted']:
+                self._services.pop(row['host'], None)
+                continue
+            self._services[row['host']] = row
+            for state in self._states_by_host.get(row['host'], ()):
+                state.update(service=row)
+        seen = set()
+        for row in nodes:
+            newest = _newest(newest, row)
+            key = (row['host'], row['hypervisor_hostname'])
+            if row['deleted']:
+                self._remove_state(key)
+                continue
+            seen.add(key)
+            self._update_node(row, cell_uuid)
+        if full:
+            stale = [key for key, state in self.host_state_map.items()
+                     if state.cell_uuid == cell_uuid and key not in seen]
+            for key in stale:
+                self._remove_state(key)
+            sync['full_at'] = now
+        self._expire_consumption()
+        sync['since'] = newest or timeutils.utcnow()
+
+    def _update_node(self, row, cell_uuid):
+        host = row['host']
+        service = self._services.get(host)
+        if service is None:
+            LOG.warning('No compute service record found for host %(host)s', {'host': host})
+            return
+        key = (host, row['hypervisor_hostname'])
+        state = self.host_state_map.get(key)
+        if state is None:
+            state = self.host_state_cls(host, row['hypervisor_hostname'], cell_uuid,
+                                        table=self.table)
+            self.host_state_map[key] = state
+            self._states_by_host[host].append(state)
+            state.update(service=service, aggregates=self._aggregates_for(host),
+                         inst_dict=self._instance_dict_for(host))
+        state.last_record = row
+        state.update(compute=NodeRecord(row, self.conf))
+
+    def _remove_state(self, key):
+        state = self.host_state_map.pop(key, None)
+        if state is None:
+            return
+        states = self._states_by_host.get(key[0], [])
+        if state in states:
+            states.remove(state)
+        state.release()
+
+    def _expire_consumption(self):
+        """Drop in-memory consumption that no compute report followed within the TTL."""
+        cutoff = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
+            seconds=CONSUMPTION_TTL_SECONDS)
+        for state in self.host_state_map.values():
+            consumed = getattr(state, 'consumed_at', None)
+            if consumed is not None and consumed < cutoff:
+                state.consumed_at = None
+                state.updated = None
+                state.update(compute=NodeRecord(state.last_record, self.conf))
+
+    # -- candidates --------------------------------------------------------------------
+
+    def candidate_rows(self, spec_obj=None):
+        """Rows of the host states a request may use: enabled cells, or the requested cell."""
+        rows = self.table.rows()
+        cell = requested_cell(spec_obj)
+        if cell is not None:
+            wanted = cell.uuid
+        elif len(self.enabled_cells) == len(self.cells):
+            return rows
+        else:
+            wanted = {c.uuid for c in self.enabled_cells if c is not None}
+        states = self.table.states
+        keep = [row for row in rows if (states[row].cell_uuid == wanted if cell is not None
+                                        else states[row].cell_uuid in wanted)]
+        return np.asarray(keep, dtype=np.int64)
+
+    def get_host_states(self, rows):
+        states = self.table.states
+        return [states[row] for row in rows]
+
+    def get_all_host_states(self, context):
+        """Every host state of every cell (what the caching scheduler caches)."""
+        self.ensure_initialized(context)
+        self.refresh(context)
+        return list(self.host_state_map.values())
+
+    def pre_filter_rows(self, rows, spec_obj):
+        """Apply requested_destination, ignore_hosts, force_hosts and force_nodes.
+
+        :returns: ``(rows, skip_filters)``; forced hosts skip every filter unless the request
+            carries the ``_nova_check_type`` hint.
+        """
+        dest = spec_obj.requested_destination if spec_obj.obj_attr_is_set(
+            'requested_destination') else None
+        ignore = [h.lower() for h in (spec_obj.ignore_hosts or [])]
+        force_hosts = [h.lower() for h in (spec_obj.force_hosts or [])]
+        force_nodes = list(spec_obj.force_nodes or [])
+        if dest is None and not (ignore or force_hosts or force_nodes):
+            return rows, False
+        states = self.table.states
+        if dest is not None and 'host' in dest and dest.host:
+            rows = np.asarray([r for r in rows if states[r].host == dest.host and
+                               (dest.node is None or states[r].nodename == dest.node)],
+                              dtype=np.int64)
+        if ignore:
+            rows = np.asarray([r for r in rows if states[r].host.lower() not in ignore],
+                              dtype=np.int64)
+            if not len(rows):
+                LOG.info('Host filter ignoring hosts: %s', ', '.join(ignore))
+                return rows, True
+        if force_hosts:
+            rows = np.asarray([r for r in rows if states[r].host.lower() in force_hosts],
+                              dtype=np.int64)
+            if not len(rows):
+                LOG.info("No hosts matched due to not matching 'force_hosts' value of '%s'",
+                         ', '.join(force_hosts))
+        if force_nodes:
+            rows = np.asarray([r for r in rows if states[r].nodename in force_nodes],
+                              dtype=np.int64)
+            if not len(rows):
+                LOG.info("No nodes matched due to not matching 'force_nodes' value of '%s'",
+                         ', '.join(force_nodes))
+        hints = spec_obj.scheduler_hints if spec_obj.obj_attr_is_set('scheduler_hints') else {}
+        check_type = (hints or {}).get('_nova_check_type')
+        skip = bool((force_hosts or force_nodes) and not check_type and len(rows))
+        return rows, skip
+
+    # -- filtering and weighing (Nova's HostManager interface) -------------------------
+
+    def get_filtered_hosts(self, host_states, spec_obj, index=0):
+        """Per-host reference path: Nova's ``get_filtered_hosts`` over HostState objects."""
+        host_states = list(host_states)
+        rows = np.asarray([s.row for s in host_states], dtype=np.int64)
+        rows, skip = self.pre_filter_rows(rows, spec_obj)
+        states = self.get_host_states(rows)
+        if skip:
+            return states
+        return self.filter_handler.get_filtered_objects(self.enabled_filters, states,
+                                                        spec_obj, index)
+
+    def get_weighed_hosts(self, hosts, spec_obj):
+        return self.weight_handler.get_weighed_objects(self.weighers, hosts, spec_obj)
+
+    # -- aggregates (fanout from the API) ----------------------------------------------
+
+    def _aggregates_for(self, host):
+        return [self.aggs_by_id[i] for i in self.host_aggregates_map.get(host, ())
+                if i in self.aggs_by_id]
+
+    def _refresh_host_aggregates(self, hosts):
+        for host in hosts:
+            aggregates = self._aggregates_for(host)
+            for state in self._states_by_host.get(host, ()):
+                state.update(aggregates=aggregates)
+
+    def update_aggregates(self, aggregates):
+        """Replace the given aggregates (a cast from the API when one changes)."""
+        touched = set()
+        for agg in aggregates:
+            self.aggs_by_id[agg.id] = agg
+            for host in agg.hosts:
+                self.host_aggregates_map[host].add(agg.id)
+            for host, ids in self.host_aggregates_map.items():
+                if agg.id in ids and host not in agg.hosts:
+                    ids.discard(agg.id)
+                    touched.add(host)
+            touched.update(agg.hosts)
+        self._refresh_host_aggregates(touched)
+
+    def delete_aggregate(self, aggregate):
+        self.aggs_by_id.pop(aggregate.id, None)
+        touched = [host for host, ids in self.host_aggregates_map.items() if aggregate.id in ids]
+        for host in touched:
+            self.host_aggregates_map[host].discard(aggregate.id)
+        self._refresh_host_aggregates(touched)
+
+    # -- instance info (fanout from the computes) --------------------------------------
+
+    def _instance_dict_for(self, host):
+        info = self._instance_info.get(host)
+        if info is None:
+            info = self._instance_info[host] = {'instances': {}, 'updated': False}
+        return info['instances']
+
+    def _set_host_instances(self, host, instances, updated):
+        self._instance_info[host] = {'instances': instances, 'updated': updated}
+        for state in self._states_by_host.get(host, ()):
+            state.update(inst_dict=instances)
+
+    def _recreate_instance_info(self, context, host):
+        """Re-read ``host``'s instances from its cell (the host mapping says which)."""
+        from minisched.objects import host_mapping as host_mapping_obj
+        cell = None
+        try:
+            cell = host_mapping_obj.HostMapping.get_by_host(context, host).cell_mapping
+        except exception.HostMappingNotFound:
+            if self.cells != [None]:
+                LOG.info('Host mapping not found for host %s. Not tracking instance info '
+                         'for this host.', host)
+                self._set_host_instances(host, {}, False)
+                return
+        with ms_context.target_cell(context, cell) as cctxt:
+            uuids = db.instance_get_uuids_by_host(cctxt, host)
+        self._set_host_instances(host, {u: instance_obj.Instance(uuid=u) for u in uuids},
+                                 False)
+
+    def update_instance_info(self, context, host_name, instance_info):
+        """Record instances a compute built (a list of one, or its full list at start)."""
+        with self._instance_lock:
+            info = self._instance_info.get(host_name)
+            if info is not None:
+                for instance in instance_info:
+                    info['instances'][instance.uuid] = instance
+                info['updated'] = True
+            elif len(instance_info) > 1:
+                self._set_host_instances(host_name, {i.uuid: i for i in instance_info}, True)
+            else:
+                self._recreate_instance_info(context, host_name)
+        LOG.debug('Successfully updated the cached instance information for host %s',
+                  host_name)
+
+    def delete_instance_info(self, context, host_name, instance_uuid):
+        with self._instance_lock:
+            info = self._instance_info.get(host_name)
+            if info is not None:
+                info['instances'].pop(instance_uuid, None)
+                info['updated'] = True
+            else:
+                self._recreate_instance_info(context, host_name)
+
+    def sync_instance_info(self, context, host_name, instance_uuids):
+        """Reconcile: a compute's own list wins when it disagrees with the cache."""
+        with self._instance_lock:
+            info = self._instance_info.get(host_name)
+            if info is not None and set(info['instances']) == set(instance_uuids):
+                info['updated'] = True
+                LOG.debug('Successfully synced instances from host %s.', host_name)
+                return
+            self._recreate_instance_info(context, host_name)
+            LOG.info('The instance sync for host %s did not match. Re-created its '
+                     'InstanceList.', host_name)
+
+
+def _newest(current, row):
+    for name in ('updated_at', 'created_at', 'deleted_at'):
+        value = row.get(name)
+        if value is not None and (current is None or value > current):
+            current = value
+    return current
+
+
+def requested_cell(spec_obj):
+    if spec_obj is None or not spec_obj.obj_attr_is_set('requested_destination'):
+        return None
+    dest = spec_obj.requested_destination
+    if dest is None or 'cell' not in dest:
+        return None
+    return dest.cell
+
+
+def _cell_name(cell):
+    return 'local' if cell is None else cell.identity

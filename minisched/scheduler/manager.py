@@ -1,0 +1,128 @@
+"""Scheduler RPC endpoint (topic ``scheduler``, API 4.5). No scheduling logic lives here."""
+import logging
+
+import oslo_messaging as messaging
+from oslo_serialization import jsonutils
+from oslo_service import periodic_task
+
+from minisched import exception
+from minisched import manager
+from minisched.objects import host_mapping as host_mapping_obj
+from minisched.objects import request_spec as request_spec_obj
+from minisched.scheduler import plugins
+
+LOG = logging.getLogger(__name__)
+
+_sentinel = object()
+#: Upper bound of instances in one request; a larger one is rejected, not attempted.
+MAX_INSTANCES_PER_REQUEST = 10000
+
+
+class SchedulerManager(manager.Manager):
+    """Chooses a host to run instances on."""
+
+    target = messaging.Target(version='4.5')
+
+    def __init__(self, conf, host=None, scheduler_driver=None):
+        super().__init__(conf, host=host, service_name='scheduler')
+        self.driver = plugins.load_driver(plugins.DRIVERS,
+                                          scheduler_driver or conf.scheduler.driver, conf)
+        self.configure_periodic_tasks({
+            '_discover_hosts_in_cells': conf.scheduler.discover_hosts_in_cells_interval,
+            '_run_periodic_tasks': conf.scheduler.periodic_task_interval,
+        })
+        self._discover_warned = False
+
+    def post_start_hook(self):
+        # Runs in each worker after the fork: build host states before the first request.
+        from minisched import context
+        try:
+            self.driver.host_manager.ensure_initialized(context.get_admin_context())
+        except Exception:
+            LOG.exception('Could not build host states at start-up; the first request will '
+                          'try again')
+
+    @periodic_task.periodic_task(spacing=60, run_immediately=True)
+    def _discover_hosts_in_cells(self, context):
+        try:
+            host_mappings = host_mapping_obj.discover_hosts(context)
+        except exception.HostMappingExists as exc:
+            (LOG.debug if self._discover_warned else LOG.warning)(
+                'This periodic task should only be enabled on a single scheduler to prevent '
+                'collisions between multiple schedulers: %s', exc)
+            self._discover_warned = True
+            return
+        if host_mappings:
+            LOG.info('Discovered %(count)i new hosts: %(hosts)s',
+                     {'count': len(host_mappings),
+                      'hosts': ', '.join('%s:%s' % (hm.cell_mapping.name, hm.host)
+                                         for hm in host_mappings)})
+
+    @periodic_task.periodic_task(spacing=60, run_immediately=True)
+    def _run_periodic_tasks(self, context):
+        self.driver.run_periodic_tasks(context)
+
+    def reset(self):
+        self.driver.host_manager.refresh_cells_caches()
+
+    @messaging.expected_exceptions(exception.NoValidHost, exception.InvalidRequestSpec)
+    def select_destinations(self, ctxt, request_spec=None, filter_properties=None,
+                            spec_obj=_sentinel, instance_uuids=None, return_objects=False,
+                            return_alternates=False):
+        """Return, per instance, the chosen host (and alternates when asked)."""
+        if spec_obj is _sentinel:
+            spec_obj = _spec_from_primitives(ctxt, request_spec, filter_properties)
+        _validate(spec_obj, instance_uuids)
+        return_alternates = bool(return_alternates and return_objects)
+        selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids, None,
+                                                     None, None, return_alternates)
+        if not return_objects:
+            return jsonutils.to_primitive([sel[0].to_dict() for sel in selections])
+        return selections
+
+    def update_aggregates(self, ctxt, aggregates):
+        self.driver.host_manager.update_aggregates(aggregates)
+
+    def delete_aggregate(self, ctxt, aggregate):
+        self.driver.host_manager.delete_aggregate(aggregate)
+
+    def update_instance_info(self, context, host_name, instance_info):
+        self.driver.host_manager.update_instance_info(context, host_name, instance_info)
+
+    def delete_instance_info(self, context, host_name, instance_uuid):
+        self.driver.host_manager.delete_instance_info(context, host_name, instance_uuid)
+
+    def sync_instance_info(self, context, host_name, instance_uuids):
+        self.driver.host_manager.sync_instance_info(context, host_name, instance_uuids)
+
+
+def _spec_from_primitives(ctxt, request_spec, filter_properties):
+    if not isinstance(request_spec or {}, dict) or \
+            not isinstance(filter_properties or {}, dict):
+        raise exception.InvalidRequestSpec(
+            reason='request_spec and filter_properties must be dicts')
+    try:
+        return request_spec_obj.RequestSpec.from_primitives(ctxt, request_spec,
+                                                            filter_properties)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise exception.InvalidRequestSpec(reason='%s: %s' % (type(exc).__name__, exc))
+
+
+def _validate(spec_obj, instance_uuids):
+    """Reject requests the scheduler cannot act on, with a reason for the caller."""
+    if not isinstance(spec_obj, request_spec_obj.RequestSpec):
+        raise exception.InvalidRequestSpec(reason='spec_obj must be a RequestSpec, got %s' %
+                                           type(spec_obj).__name__)
+    if not spec_obj.obj_attr_is_set('flavor') or spec_obj.flavor is None:
+        raise exception.InvalidRequestSpec(reason='the request has no flavor')
+    for size in ('memory_mb', 'vcpus', 'root_gb', 'ephemeral_gb'):
+        if not spec_obj.flavor.obj_attr_is_set(size):
+            raise exception.InvalidRequestSpec(reason='the flavor has no %s' % size)
+    if instance_uuids is not None and (not isinstance(instance_uuids, list) or
+                                       not all(isinstance(u, str) for u in instance_uuids)):
+        raise exception.InvalidRequestSpec(reason='instance_uuids must be a list of strings')
+    count = len(instance_uuids) if instance_uuids else spec_obj.num_instances
+    if not isinstance(count, int) or count < 1 or count > MAX_INSTANCES_PER_REQUEST:
+        raise exception.InvalidRequestSpec(
+            reason='num_instances must be between 1 and %d, got %r' %
+            (MAX_INSTANCES_PER_REQUEST, count))
