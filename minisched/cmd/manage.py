@@ -4,6 +4,7 @@ Categories and actions are oslo.config sub-commands, as in nova-manage:
 ``minisched-manage [--config-file F] CATEGORY ACTION [args]``. Each action returns its exit
 code; errors print one line on stderr.
 """
+import importlib
 import sys
 
 from oslo_config import cfg
@@ -123,13 +124,6 @@ def _time(value):
         if value else '-'
 
 
-CATEGORIES = {
-    'db': DbCommands,
-    'api_db': ApiDbCommands,
-    'service': ServiceCommands,
-}
-
-
 def _add_db_parsers(subparsers, commands):
     sync = subparsers.add_parser('sync', help='Upgrade the schema to the latest version.')
     sync.add_argument('--version', dest='action_kwarg_version',
@@ -163,14 +157,35 @@ def _add_service_parsers(subparsers, commands):
         parser.set_defaults(action_fn=fn, action_kwargs=kwargs)
 
 
+def _category_builders():
+    """``(name, help, builder)`` per category; a builder adds the category's actions.
+
+    Categories living in their own modules (``manage_<name>.py``) expose
+    ``add_parsers(actions)``; each action sets ``action_fn`` and ``action_kwargs``, and names its
+    arguments' dests ``action_kwarg_<name>``.
+    """
+    builders = [
+        ('db', DbCommands.__doc__, lambda a: _add_db_parsers(a, DbCommands())),
+        ('api_db', ApiDbCommands.__doc__, lambda a: _add_db_parsers(a, ApiDbCommands())),
+        ('service', ServiceCommands.__doc__,
+         lambda a: _add_service_parsers(a, ServiceCommands())),
+    ]
+    for name in EXTRA_CATEGORIES:
+        module = importlib.import_module('minisched.cmd.manage_%s' % name)
+        builders.append((name, module.__doc__.splitlines()[0], module.add_parsers))
+    return builders
+
+
+#: Categories implemented in ``minisched/cmd/manage_<name>.py``.
+EXTRA_CATEGORIES = ()
+
+
 def add_command_parsers(subparsers):
-    for name, builder in (('db', _add_db_parsers), ('api_db', _add_db_parsers),
-                          ('service', _add_service_parsers)):
-        commands = CATEGORIES[name]()
-        parser = subparsers.add_parser(name, help=CATEGORIES[name].__doc__)
+    for name, help_text, builder in _category_builders():
+        parser = subparsers.add_parser(name, help=help_text)
         actions = parser.add_subparsers(dest='action', metavar='ACTION')
         actions.required = True
-        builder(actions, commands)
+        builder(actions)
 
 
 CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',

@@ -77,3 +77,9 @@ def fake_spec(memory_mb=512, vcpus=1, root_gb=1, ephemeral_gb=0, swap=0, extra_s
     for name, value in kw.items():
         setattr(spec, name, value)
     return spec
+
+
+def fake_aggregate(metadata=None, hosts=(), id=1, name=None):
+    """An Aggregate with ``metadata`` (e.g. per-aggregate weight multipliers)."""
+    return objects.Aggregate(id=id, uuid=getattr(uuids, 'agg%d' % id), name=name or 'agg%d' % id,
+                             hosts=list(hosts), metadata=dict(metadata or {}))

@@ -1,0 +1,230 @@
+"""Weigher base class and handler: in which order the passing hosts are preferred.
+
+Nova's (Victoria+) algorithm (``nova/weights.py``): each weigher gives a raw value per host,
+clamped into its declared ``[minval, maxval]``; the values are normalised to 0..1 (missing
+bounds come from the list itself, the declared ones are never changed); each host's weight is
+the sum over the weighers, in order, of ``multiplier(host) * normalised value``; hosts are
+sorted by weight, descending and stable. One host or none: no weighing at all (weight 0.0).
+
+:meth:`HostWeightHandler.weigh_rows` is the same algorithm over the columns of a
+:class:`~minisched.scheduler.host_state.HostStateTable`. It performs the same IEEE operations
+in the same order as :meth:`HostWeightHandler.get_weighed_objects`, so weights and order are
+bit-identical; weighers without a vectorised form are run per host inside it.
+"""
+import abc
+
+import numpy as np
+
+from minisched.scheduler.weights import utils
+
+
+def normalize(weight_list, minval=None, maxval=None):
+    """Normalise ``weight_list`` to 0..1 (Nova's ``nova.weights.normalize``).
+
+    Missing bounds are the list's own minimum/maximum; when the bounds are equal every
+    value normalises to 0.
+    """
+    if not weight_list:
+        return ()
+    if maxval is None:
+        maxval = max(weight_list)
+    if minval is None:
+        minval = min(weight_list)
+    maxval = float(maxval)
+    minval = float(minval)
+    if minval == maxval:
+        return [0] * len(weight_list)
+    range_ = maxval - minval
+    return ((i - minval) / range_ for i in weight_list)
+
+
+def normalize_array(values, minval=None, maxval=None):
+    """Vectorised :func:`normalize` over a float64 array without NaN; same IEEE results."""
+    if not len(values):
+        return values
+    maxval = float(values.max() if maxval is None else maxval)
+    minval = float(values.min() if minval is None else minval)
+    if minval == maxval:
+        return np.zeros(len(values), dtype=np.float64)
+    return (values - minval) / (maxval - minval)
+
+
+class WeighedHost:
+    """A host state with the weight the handler gave it."""
+
+    def __init__(self, obj, weight):
+        self.obj = obj
+        self.weight = weight
+
+    def to_dict(self):
+        return {'weight': self.weight, 'host': self.obj.host}
+
+    def __repr__(self):
+        return 'WeighedHost [host: %r, weight: %s]' % (self.obj, self.weight)
+
+
+class BaseHostWeigher(abc.ABC):
+    """Gives each host a raw value; the handler normalises and multiplies it.
+
+    A weigher is built once with the service's ``conf`` and reused for every request; it
+    must not keep per-request state (HEAD semantics: the bounds below are never mutated).
+    """
+
+    #: Declared lower bound of the raw values (None: taken from the host list).
+    minval = None
+    #: Declared upper bound of the raw values (None: taken from the host list).
+    maxval = None
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    @property
+    def name(self):
+        return self.__class__.__name__
+
+    def weight_multiplier(self, host_state):
+        """The multiplier for ``host_state`` (aggregate metadata may override the option).
+
+        :param host_state: a :class:`~minisched.scheduler.host_state.HostState`
+        :returns: float
+        """
+        return 1.0
+
+    @abc.abstractmethod
+    def _weigh_object(self, host_state, weight_properties):
+        """Raw (unnormalised) value of ``host_state`` for the request ``weight_properties``.
+
+        :param host_state: a :class:`~minisched.scheduler.host_state.HostState`
+        :param weight_properties: a :class:`~minisched.objects.request_spec.RequestSpec`
+        :returns: a number; higher wins when the multiplier is positive
+        """
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        """Raw values for every :class:`WeighedHost`, clamped into the declared bounds."""
+        weights = []
+        for obj in weighed_obj_list:
+            weight = self._weigh_object(obj.obj, weight_properties)
+            # Nova's exact clamping expressions (their NaN/int handling included).
+            if self.minval is not None:
+                weight = max(weight, self.minval)
+            if self.maxval is not None:
+                weight = min(weight, self.maxval)
+            weights.append(weight)
+        return weights
+
+    def weigh_rows(self, view, weight_properties):
+        """Vectorised :meth:`_weigh_object` over ``view``'s rows, or None.
+
+        :param view: a :class:`~minisched.scheduler.filters.RowView` of the candidates
+        :returns: an array of ``len(view)`` raw values (unclamped) equal to the per-host
+            values, or None when only the per-host form applies to this request
+        """
+        return None
+
+    def multipliers_rows(self, view):
+        """Vectorised :meth:`weight_multiplier` over ``view``'s rows.
+
+        :returns: a float (same multiplier for every row), a float64 array of
+            ``len(view)`` entries, or None (the handler then asks per host)
+        """
+        return None
+
+
+class HostWeightHandler:
+    """Applies the weighers and sorts (Nova's ``BaseWeightHandler.get_weighed_objects``)."""
+
+    object_class = WeighedHost
+
+    def get_weighed_objects(self, weighers, obj_list, weighing_properties):
+        """Nova's contract: :class:`WeighedHost` list sorted by weight, descending, stable."""
+        weighed_objs = [self.object_class(obj, 0.0) for obj in obj_list]
+        if len(weighed_objs) <= 1:
+            return weighed_objs
+        for weigher in weighers:
+            weights = weigher.weigh_objects(weighed_objs, weighing_properties)
+            weights = list(normalize(weights, minval=weigher.minval, maxval=weigher.maxval))
+            for i, weight in enumerate(weights):
+                obj = weighed_objs[i]
+                obj.weight += weigher.weight_multiplier(obj.obj) * weight
+        return sorted(weighed_objs, key=lambda x: x.weight, reverse=True)
+
+    def weigh_rows(self, weighers, view, weighing_properties):
+        """Vectorised :meth:`get_weighed_objects`: ``(ordered rows, weights in that order)``.
+
+        :param view: a :class:`~minisched.scheduler.filters.RowView` of the candidates
+        :returns: ``(rows, weights)``, both numpy arrays in descending-weight order
+        """
+        count = len(view)
+        total = np.zeros(count, dtype=np.float64)
+        if count <= 1:
+            return view.rows, total
+        utils.forget(view)  # what the weighers learn about the view lasts one weighing
+        try:
+            total = self._weigh_rows(weighers, view, weighing_properties, total)
+        finally:
+            utils.forget(view)
+        order = _descending_order(total)
+        return view.rows[order], total[order]
+
+    def _weigh_rows(self, weighers, view, weighing_properties, total):
+        count = len(view)
+        states = None
+        for weigher in weighers:
+            raw = weigher.weigh_rows(view, weighing_properties)
+            if raw is None:
+                states = view.states() if states is None else states
+                normalized = _normalized_per_host(weigher, states, weighing_properties)
+            else:
+                normalized = _normalized_rows(weigher, np.asarray(raw, dtype=np.float64))
+            multipliers = weigher.multipliers_rows(view)
+            if multipliers is None:
+                states = view.states() if states is None else states
+                multipliers = np.fromiter((weigher.weight_multiplier(s) for s in states),
+                                          dtype=np.float64, count=count)
+            with np.errstate(all='ignore'):  # inf * 0 and the like: silent, as in Python
+                total += multipliers * normalized
+        return total
+
+
+def _normalized_per_host(weigher, states, weighing_properties):
+    wrapped = [WeighedHost(state, 0.0) for state in states]
+    raw = weigher.weigh_objects(wrapped, weighing_properties)
+    return _normalized_list(weigher, raw)
+
+
+def _normalized_list(weigher, weights):
+    return np.fromiter(normalize(weights, weigher.minval, weigher.maxval),
+                       dtype=np.float64, count=len(weights))
+
+
+def _normalized_rows(weigher, raw):
+    minval, maxval = weigher.minval, weigher.maxval
+    if np.isnan(raw).any():
+        # Python's max/min and numpy's disagree on NaN: take Nova's per-value path.
+        weights = raw.tolist()
+        if minval is not None:
+            weights = [max(w, minval) for w in weights]
+        if maxval is not None:
+            weights = [min(w, maxval) for w in weights]
+        return _normalized_list(weigher, weights)
+    if minval is not None:
+        raw = np.maximum(raw, minval)
+    if maxval is not None:
+        raw = np.minimum(raw, maxval)
+    return normalize_array(raw, minval, maxval)
+
+
+def _descending_order(total):
+    """Positions sorted by weight, descending; ties keep their order (``sorted`` semantics)."""
+    if np.isnan(total).any():
+        # NaN breaks numpy's total order: let Python's sort make the same comparisons.
+        weights = total.tolist()
+        return np.array(sorted(range(len(weights)), key=weights.__getitem__, reverse=True),
+                        dtype=np.intp)
+    return np.argsort(-total, kind='stable')
+
+
+def all_weighers():
+    """Every installed weigher class (the ``all_weighers`` alias of ``weight_classes``)."""
+    from minisched.scheduler import plugins
+    return list(plugins.installed(plugins.WEIGHERS).values())

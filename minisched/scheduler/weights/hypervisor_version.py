@@ -1,0 +1,33 @@
+"""Prefer hosts with a newer hypervisor (multiplier 1.0 by default; negative prefers older).
+
+Raw value ``hypervisor_version`` (None counts as 0), bounds from the host list. Multiplier
+``[filter_scheduler] hypervisor_version_weight_multiplier``, overridable per aggregate with the
+``hypervisor_version_weight_multiplier`` metadata key.
+"""
+import numpy as np
+
+from minisched.scheduler import weights
+from minisched.scheduler.weights import utils
+
+_KEY = 'hypervisor_version_weight_multiplier'
+#: How the HostStateTable column stores a None version.
+_NONE = -1
+
+
+class HypervisorVersionWeigher(weights.BaseHostWeigher):
+
+    def _config(self):
+        return self.conf.filter_scheduler.hypervisor_version_weight_multiplier
+
+    def weight_multiplier(self, host_state):
+        return utils.get_weight_multiplier(host_state, _KEY, self._config())
+
+    def multipliers_rows(self, view):
+        return utils.weight_multipliers_rows(view, _KEY, self._config())
+
+    def _weigh_object(self, host_state, weight_properties):
+        return host_state.hypervisor_version or 0
+
+    def weigh_rows(self, view, weight_properties):
+        versions = view.column('hypervisor_version')
+        return np.where(versions == _NONE, 0, versions)

@@ -1,0 +1,66 @@
+"""Weigh hosts by their metrics: sum of ``value * ratio`` over ``[metrics] weight_setting``.
+
+Bounds from the host list; malformed ``name=ratio`` items are ignored with a warning. A metric
+missing on a host raises ComputeHostMetricNotFound when ``[metrics] required``, else the
+host's value is ``[metrics] weight_of_unavailable`` (unless ``ratio * multiplier`` is 0).
+Multiplier ``[metrics] weight_multiplier``, aggregate metadata key ``metrics_weight_multiplier``.
+"""
+import logging
+
+import numpy as np
+
+from minisched import exception
+from minisched.scheduler import weights
+from minisched.scheduler.weights import utils
+
+LOG = logging.getLogger(__name__)
+_KEY = 'metrics_weight_multiplier'
+
+
+def parse_setting(items):
+    """``[(name, float ratio)]`` of the well-formed ``name=ratio`` items, in order."""
+    good, bad = [], []
+    for item in items:
+        name, sep, ratio = item.partition('=')
+        try:
+            ratio = float(ratio)
+        except ValueError:
+            name = None
+        if name and sep:
+            good.append((name, ratio))
+        else:
+            bad.append(item)
+    if bad:
+        LOG.warning('Ignoring the invalid elements of the option %(name)s: %(options)s',
+                    {'name': 'metrics.weight_setting', 'options': ', '.join(bad)})
+    return good
+
+
+class MetricsWeigher(weights.BaseHostWeigher):
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.setting = parse_setting(conf.metrics.weight_setting)
+
+    def weight_multiplier(self, host_state):
+        return utils.get_weight_multiplier(host_state, _KEY, self.conf.metrics.weight_multiplier)
+
+    def multipliers_rows(self, view):
+        return utils.weight_multipliers_rows(view, _KEY, self.conf.metrics.weight_multiplier)
+
+    def _weigh_object(self, host_state, weight_properties):
+        value = 0.0
+        metrics = {m.name: m for m in host_state.metrics or []}
+        for name, ratio in self.setting:
+            if name in metrics:
+                value += metrics[name].value * ratio
+            elif self.conf.metrics.required:
+                raise exception.ComputeHostMetricNotFound(
+                    host=host_state.host, node=host_state.nodename, name=name)
+            elif ratio * self.weight_multiplier(host_state) != 0:
+                # The most negative factor: the host goes to the end of the list.
+                return self.conf.metrics.weight_of_unavailable
+        return value
+
+    def weigh_rows(self, view, weight_properties):
+        return None if self.setting else np.zeros(len(view))

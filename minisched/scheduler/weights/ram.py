@@ -1,0 +1,29 @@
+"""Prefer hosts with more free RAM (spread); a negative multiplier stacks instead.
+
+Raw value ``free_ram_mb``, declared ``minval = 0``: normalised as ``free / max(free)``
+(negative free RAM counts as 0). Multiplier ``[filter_scheduler] ram_weight_multiplier``,
+overridable per aggregate with the ``ram_weight_multiplier`` metadata key.
+"""
+from minisched.scheduler import weights
+from minisched.scheduler.weights import utils
+
+_KEY = 'ram_weight_multiplier'
+
+
+class RAMWeigher(weights.BaseHostWeigher):
+    minval = 0
+
+    def weight_multiplier(self, host_state):
+        return utils.get_weight_multiplier(host_state, _KEY,
+                                           self.conf.filter_scheduler.ram_weight_multiplier)
+
+    def multipliers_rows(self, view):
+        return utils.weight_multipliers_rows(view, _KEY,
+                                             self.conf.filter_scheduler.ram_weight_multiplier)
+
+    def _weigh_object(self, host_state, weight_properties):
+        """Higher weights win: spreading is the default."""
+        return host_state.free_ram_mb
+
+    def weigh_rows(self, view, weight_properties):
+        return view.column('free_ram_mb')
