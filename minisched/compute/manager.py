@@ -1,13 +1,19 @@
 """Compute RPC endpoint: owns the virt driver and the resource tracker of this host."""
 import logging
+import threading
 
 import oslo_messaging as messaging
 from oslo_service import periodic_task
 
+from minisched.compute import build
+from minisched.compute import housekeeping
 from minisched.compute import resource_tracker
+from minisched.conductor import rpcapi as conductor_rpcapi
 from minisched import context
+from minisched import exception
 from minisched import manager
 from minisched.objects import instance as instance_obj
+from minisched.objects import instance_action
 from minisched.scheduler.client import query
 from minisched.virt import driver as virt_driver
 
@@ -24,10 +30,19 @@ class ComputeManager(manager.Manager):
         self.driver = virt_driver.load_compute_driver(conf)
         self.rt = resource_tracker.ResourceTracker(conf, self.host, self.driver)
         self.query_client = query.SchedulerQueryClient(conf)
+        self.compute_task_api = conductor_rpcapi.ComputeTaskAPI(conf)
         self.send_instance_updates = conf.filter_scheduler.track_instance_changes
+        self.builder = build.Builder(self)
+        limit = conf.max_concurrent_builds
+        self._build_semaphore = threading.BoundedSemaphore(limit) if limit else None
+        self._instance_locks = {}
         self.configure_periodic_tasks({
             'update_available_resource': conf.update_resources_interval,
             '_sync_scheduler_instance_info': conf.scheduler_instance_sync_interval,
+            '_sync_power_states': conf.sync_power_state_interval,
+            '_run_pending_deletes': conf.instance_delete_interval,
+            '_poll_shelved_instances': conf.shelved_poll_interval,
+            '_cleanup_running_deleted_instances': conf.running_deleted_instance_poll_interval,
         })
 
     # -- service hooks ----------------------------------------------------------------
@@ -43,7 +58,77 @@ class ComputeManager(manager.Manager):
     def pre_start_hook(self):
         self.update_available_resource(context.get_admin_context(), startup=True)
 
-    # -- periodic tasks -----------------------------------------------------------------
+    # -- RPC methods ----------------------------------------------------------------------
+
+    def build_and_run_instance(self, context, instance, image, request_spec,
+                               filter_properties, admin_password=None, injected_files=None,
+                               requested_networks=None, security_groups=None,
+                               block_device_mapping=None, node=None, limits=None,
+                               host_list=None):
+        """Start the build in the background and return at once (it is a cast)."""
+        kwargs = dict(admin_password=admin_password, injected_files=injected_files,
+                      requested_networks=requested_networks, security_groups=security_groups,
+                      block_device_mapping=block_device_mapping)
+        thread = threading.Thread(
+            target=self._locked_build, daemon=True, name='build-%s' % instance.uuid,
+            args=(context, instance, image, request_spec, filter_properties, node, limits,
+                  host_list, kwargs))
+        thread.start()
+
+    def _locked_build(self, context, instance, image, request_spec, filter_properties, node,
+                      limits, host_list, kwargs):
+        lock = self._instance_locks.setdefault(instance.uuid, threading.Lock())
+        with lock:
+            if self._build_semaphore is None:
+                self.builder.build(context, instance, image, request_spec, filter_properties,
+                                   node, limits, host_list, **kwargs)
+            else:
+                with self._build_semaphore:
+                    self.builder.build(context, instance, image, request_spec,
+                                       filter_properties, node, limits, host_list, **kwargs)
+        self._instance_locks.pop(instance.uuid, None)
+
+    def terminate_instance(self, context, instance, bdms=None):
+        """Destroy the instance, free its resources, tell the schedulers."""
+        with instance_action.EventReporter(context, 'compute_terminate_instance', self.host,
+                                           instance.uuid):
+            self.delete_instance(context, instance)
+
+    def soft_delete_instance(self, context, instance):
+        """Power the instance off and keep it until ``reclaim_instance_interval`` passes."""
+        self.driver.power_off(instance)
+        instance.power_state = instance_obj.SHUTDOWN
+        instance.vm_state = instance_obj.SOFT_DELETED
+        instance.task_state = None
+        instance.save()
+
+    def delete_instance(self, context, instance):
+        node = instance.node
+        self.driver.destroy(context, instance)
+        instance.cleaned = True
+        instance.task_state = None
+        instance.save()
+        try:
+            instance.destroy()
+        except exception.InstanceNotFound:
+            LOG.debug('Instance %s was already deleted', instance.uuid)
+        self.rt.update_usage(context, instance, node, is_removed=True)
+        self.delete_scheduler_instance_info(context, instance.uuid)
+        LOG.info('Instance %s deleted from %s', instance.uuid, self.host)
+
+    # -- scheduler updates ----------------------------------------------------------------
+
+    def update_scheduler_instance_info(self, context, instance):
+        if self.send_instance_updates:
+            instances = instance_obj.InstanceList(objects=[instance])
+            self.query_client.update_instance_info(context.elevated(), self.host, instances)
+
+    def delete_scheduler_instance_info(self, context, instance_uuid):
+        if self.send_instance_updates:
+            self.query_client.delete_instance_info(context.elevated(), self.host,
+                                                   instance_uuid)
+
+    # -- periodic tasks -------------------------------------------------------------------
 
     @periodic_task.periodic_task(spacing=60)
     def update_available_resource(self, context, startup=False):
@@ -62,3 +147,35 @@ class ComputeManager(manager.Manager):
         uuids = [inst.uuid for inst in
                  instance_obj.InstanceList.get_by_host(context, self.host)]
         self.query_client.sync_instance_info(context, self.host, uuids)
+
+    @periodic_task.periodic_task
+    def _check_instance_build_time(self, context):
+        housekeeping.check_instance_build_time(self, context)
+
+    @periodic_task.periodic_task(spacing=600, run_immediately=True)
+    def _sync_power_states(self, context):
+        housekeeping.sync_power_states(self, context)
+
+    @periodic_task.periodic_task
+    def _reclaim_queued_deletes(self, context):
+        housekeeping.reclaim_queued_deletes(self, context)
+
+    @periodic_task.periodic_task(spacing=300)
+    def _run_pending_deletes(self, context):
+        housekeeping.run_pending_deletes(self, context)
+
+    @periodic_task.periodic_task
+    def _poll_rebooting_instances(self, context):
+        housekeeping.poll_rebooting_instances(self, context)
+
+    @periodic_task.periodic_task
+    def _poll_unconfirmed_resizes(self, context):
+        housekeeping.poll_unconfirmed_resizes(self, context)
+
+    @periodic_task.periodic_task(spacing=3600)
+    def _poll_shelved_instances(self, context):
+        housekeeping.poll_shelved_instances(self, context)
+
+    @periodic_task.periodic_task(spacing=1800)
+    def _cleanup_running_deleted_instances(self, context):
+        housekeeping.cleanup_running_deleted_instances(self, context)

@@ -4,6 +4,7 @@ import logging
 import oslo_messaging as messaging
 from oslo_versionedobjects import exception as ovo_exc
 
+from minisched.conductor import compute_task
 from minisched import exception
 from minisched import manager
 from minisched.objects import base as objects_base
@@ -18,7 +19,7 @@ class ConductorManager(manager.Manager):
 
     def __init__(self, conf, host=None):
         super().__init__(conf, host=host, service_name='conductor')
-        self.additional_endpoints = []
+        self.additional_endpoints = [compute_task.ComputeTaskManager(conf, self.host)]
 
     def object_class_action_versions(self, context, objname, objmethod, object_versions,
                                      args, kwargs):
@@ -37,7 +38,7 @@ class ConductorManager(manager.Manager):
         if not isinstance(objinst, objects_base.MinischedObject):
             _raise_expected(exception.InvalidObjectRequest(
                 reason='objinst must be a minisched object primitive'))
-        _check_remotable(type(objinst), objinst.obj_name(), objmethod)
+        _check_remotable(objinst, objinst.obj_name(), objmethod)
         oldobj = objinst.obj_clone()
         result = _dispatch(objinst, objmethod, tuple(args or ()), kwargs)
         updates = {}
@@ -79,10 +80,15 @@ def _resolve_class(objname, object_versions):
             supported=exc.kwargs.get('supported')))
 
 
-def _check_remotable(objclass, objname, objmethod):
-    """Only remotable methods may be called over RPC: never arbitrary attributes."""
-    method = getattr(objclass, objmethod, None) if isinstance(objmethod, str) else None
-    if method is None or not getattr(method, 'remotable', False):
+def _check_remotable(target, objname, objmethod):
+    """Only remotable methods may be called over RPC: never arbitrary attributes.
+
+    ``target`` is the class of a class action or the object of an object action; the method
+    must be bound to it, so that neither kind can call a method of the other kind.
+    """
+    method = getattr(target, objmethod, None) if isinstance(objmethod, str) else None
+    if (method is None or not getattr(method, 'remotable', False)
+            or getattr(method, '__self__', None) is not target):
         _raise_expected(exception.InvalidObjectRequest(
             reason='%s has no remotable method %r' % (objname, objmethod)))
 

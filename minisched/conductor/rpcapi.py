@@ -58,3 +58,37 @@ class ConductorAPI:
                 LOG.warning('Timed out waiting for minisched-conductor. Is it running? Or did '
                             'this service start before minisched-conductor? Reattempting '
                             'establishment of minisched-conductor connection...')
+
+
+class ComputeTaskAPI:
+    """Client side of the conductor's ``compute_task`` namespace.
+
+    Version history (Nova's numbering):
+        1.17 - schedule_and_build_instances with tags
+        1.19 - build_instances with request_spec and host_lists
+        1.20 - migrate_server (not offered by minisched)
+    """
+
+    def __init__(self, conf):
+        target = messaging.Target(topic='conductor', namespace='compute_task', version='1.0')
+        self.client = rpc.get_client(target, version_cap=rpc.version_cap(conf, 'conductor'))
+
+    def schedule_and_build_instances(self, context, build_requests, request_specs, image,
+                                     admin_password, injected_files, requested_networks,
+                                     block_device_mapping, tags=None):
+        cctxt = self.client.prepare(version='1.17')
+        cctxt.cast(context, 'schedule_and_build_instances', build_requests=build_requests,
+                   request_specs=request_specs, image=image, admin_password=admin_password,
+                   injected_files=injected_files, requested_networks=requested_networks,
+                   block_device_mapping=block_device_mapping, tags=tags)
+
+    def build_instances(self, context, instances, image, filter_properties, admin_password,
+                        injected_files, requested_networks, security_groups,
+                        block_device_mapping, legacy_bdm=True, request_spec=None,
+                        host_lists=None):
+        cctxt = self.client.prepare(version='1.19')
+        cctxt.cast(context, 'build_instances', instances=instances, image=image,
+                   filter_properties=filter_properties, admin_password=admin_password,
+                   injected_files=injected_files, requested_networks=requested_networks,
+                   security_groups=security_groups, block_device_mapping=block_device_mapping,
+                   legacy_bdm=legacy_bdm, request_spec=request_spec, host_lists=host_lists)

@@ -4,6 +4,7 @@
 def register_all():
     # Importing a module registers its classes (MinischedObjectRegistry.register).
     __import__('minisched.objects.aggregate')
+    __import__('minisched.objects.build_request')
     __import__('minisched.objects.cell_mapping')
     __import__('minisched.objects.compute_node')
     __import__('minisched.objects.flavor')
@@ -11,7 +12,10 @@ def register_all():
     __import__('minisched.objects.hv_spec')
     __import__('minisched.objects.image_meta')
     __import__('minisched.objects.instance')
+    __import__('minisched.objects.instance_action')
+    __import__('minisched.objects.instance_fault')
     __import__('minisched.objects.instance_group')
+    __import__('minisched.objects.instance_mapping')
     __import__('minisched.objects.request_spec')
     __import__('minisched.objects.selection')
     __import__('minisched.objects.service')

@@ -97,11 +97,22 @@ class InstanceGroup(base.MinischedTimestampObject, base.MinischedObject):
 
     @base.remotable
     def get_hosts(self, exclude=None):
-        """Hosts of the group's members (read from the members' cells by the caller's layer)."""
+        """Hosts of the group's live members, looked up in every cell (cell0 has none)."""
+        from minisched import context as ms_context
+        from minisched.objects import cell_mapping
         from minisched.objects import instance as instance_obj
-        filters = {'uuid': list(set(self.members) - set(exclude or [])), 'deleted': False}
-        instances = instance_obj.InstanceList.get_by_filters(self._context, filters=filters)
-        return list({inst.host for inst in instances if inst.host})
+        uuids = list(set(self.members) - set(exclude or []))
+        if not uuids:
+            return []
+        cells = [c for c in cell_mapping.CellMappingList.get_all(self._context)
+                 if not c.is_cell0()] or [None]
+        hosts = set()
+        for cell in cells:
+            with ms_context.target_cell(self._context, cell) as cctxt:
+                instances = instance_obj.InstanceList.get_by_filters(
+                    cctxt, filters={'uuid': uuids, 'deleted': False})
+            hosts.update(inst.host for inst in instances if inst.host)
+        return sorted(hosts)
 
 
 @base.MinischedObjectRegistry.register

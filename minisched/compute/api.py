@@ -1,0 +1,171 @@
+"""The compute API: what an API service does for create, list, show and delete.
+
+minisched has no REST API; ``minisched-manage server`` (and tests) call this module, which
+does what nova-api does before and after the conductor: build requests, request specs and
+instance mappings in the API database, then a cast to the conductor; reads and deletes go to
+the instance's cell through its mapping.
+"""
+import logging
+
+from oslo_utils import uuidutils
+
+from minisched.compute import rpcapi as compute_rpcapi
+from minisched.conductor import rpcapi as conductor_rpcapi
+from minisched import context as ms_context
+from minisched import exception
+from minisched.objects import build_request as build_request_obj
+from minisched.objects import cell_mapping as cell_mapping_obj
+from minisched.objects import image_meta as image_meta_obj
+from minisched.objects import instance as instance_obj
+from minisched.objects import instance_action
+from minisched.objects import instance_fault
+from minisched.objects import instance_group as instance_group_obj
+from minisched.objects import instance_mapping as instance_mapping_obj
+from minisched.objects import request_spec as request_spec_obj
+
+LOG = logging.getLogger(__name__)
+
+
+class API:
+    """Instance lifecycle for callers with API database access."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.compute_task_api = conductor_rpcapi.ComputeTaskAPI(conf)
+        self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
+
+    # -- create -------------------------------------------------------------------------
+
+    def create(self, context, flavor, image=None, num_instances=1, availability_zone=None,
+               scheduler_hints=None, group=None, display_name=None):
+        """Ask for ``num_instances`` instances; returns their uuids (builds run async)."""
+        if num_instances < 1:
+            raise exception.Invalid(reason='num_instances must be at least 1')
+        image = dict(image or {})
+        image_meta = image_meta_obj.ImageMeta.from_dict(image)
+        hints = {k: v if isinstance(v, list) else [v]
+                 for k, v in (scheduler_hints or {}).items()}
+        build_requests, specs = [], []
+        for index in range(num_instances):
+            instance = self._new_instance(context, flavor, image, availability_zone,
+                                          display_name, index, num_instances)
+            spec = request_spec_obj.RequestSpec(
+                context, flavor=flavor, image=image_meta, num_instances=num_instances,
+                project_id=context.project_id, user_id=context.user_id,
+                availability_zone=availability_zone, scheduler_hints=hints,
+                instance_uuid=instance.uuid, ignore_hosts=None, force_hosts=None,
+                force_nodes=None, retry=None, limits=None, requested_destination=None,
+                security_groups=[], is_bfv=False,
+                instance_group=(instance_group_obj.InstanceGroup(uuid=group.uuid)
+                                if group is not None else None))
+            spec.create()
+            build_request = build_request_obj.BuildRequest(
+                context, instance_uuid=instance.uuid, project_id=instance.project_id,
+                instance=instance)
+            build_request.create()
+            instance_mapping_obj.InstanceMapping(
+                context, instance_uuid=instance.uuid, project_id=instance.project_id,
+                user_id=instance.user_id, cell_mapping=None).create()
+            build_requests.append(build_request)
+            specs.append(spec)
+        if group is not None:
+            instance_group_obj.InstanceGroup.add_members(context, group.uuid,
+                                                         [s.instance_uuid for s in specs])
+        self.compute_task_api.schedule_and_build_instances(
+            context, build_requests=build_requests, request_specs=specs, image=image,
+            admin_password=None, injected_files=[], requested_networks=None,
+            block_device_mapping=[], tags=[])
+        return [spec.instance_uuid for spec in specs]
+
+    def _new_instance(self, context, flavor, image, availability_zone, display_name, index,
+                      count):
+        uuid = uuidutils.generate_uuid()
+        name = display_name or 'server'
+        if count > 1:
+            name = '%s-%d' % (name, index + 1)
+        return instance_obj.Instance(
+            context, uuid=uuid, project_id=context.project_id, user_id=context.user_id,
+            flavor=flavor, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
+            root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
+            instance_type_id=flavor.id if flavor.obj_attr_is_set('id') else None,
+            image_ref=image.get('id'), os_type=image.get('properties', {}).get('os_type'),
+            vm_state=instance_obj.BUILDING, task_state=instance_obj.SCHEDULING,
+            power_state=instance_obj.NOSTATE, availability_zone=availability_zone,
+            display_name=name, hostname=name, metadata={}, system_metadata={})
+
+    # -- read ---------------------------------------------------------------------------
+
+    def _cells(self, context):
+        return list(cell_mapping_obj.CellMappingList.get_all(context)) or [None]
+
+    def get(self, context, instance_uuid):
+        """The instance wherever it is: its cell, or still a build request."""
+        mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
+                                                                            instance_uuid)
+        if mapping.cell_mapping is None and self._cells(context) != [None]:
+            return build_request_obj.BuildRequest.get_by_instance_uuid(
+                context, instance_uuid).instance
+        with ms_context.target_cell(context, mapping.cell_mapping) as cctxt:
+            return instance_obj.Instance.get_by_uuid(cctxt, instance_uuid)
+
+    def get_all(self, context, filters=None):
+        """Live instances of every cell, newest first."""
+        result = []
+        for cell in self._cells(context):
+            with ms_context.target_cell(context, cell) as cctxt:
+                result.extend(instance_obj.InstanceList.get_by_filters(
+                    cctxt, dict(filters or {}, deleted=False)))
+        return sorted(result, key=lambda i: i.created_at, reverse=True)
+
+    def get_actions(self, context, instance_uuid):
+        """``[(action, [events])]`` of an instance, newest action first."""
+        cell = self._cell_of(context, instance_uuid)
+        with ms_context.target_cell(context, cell) as cctxt:
+            actions = instance_action.InstanceActionList.get_by_instance_uuid(cctxt,
+                                                                              instance_uuid)
+            return [(action, list(instance_action.InstanceActionEventList.get_by_action(
+                cctxt, action.id))) for action in actions]
+
+    def get_faults(self, context, instance_uuid):
+        cell = self._cell_of(context, instance_uuid)
+        with ms_context.target_cell(context, cell) as cctxt:
+            return list(instance_fault.InstanceFaultList.get_by_instance_uuids(
+                cctxt, [instance_uuid]))
+
+    def _cell_of(self, context, instance_uuid):
+        return instance_mapping_obj.InstanceMapping.get_by_instance_uuid(
+            context, instance_uuid).cell_mapping
+
+    # -- delete -------------------------------------------------------------------------
+
+    def delete(self, context, instance_uuid):
+        """Delete (or soft-delete when ``reclaim_instance_interval`` > 0) an instance."""
+        mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
+                                                                            instance_uuid)
+        if mapping.cell_mapping is None:
+            try:
+                build_request_obj.BuildRequest.get_by_instance_uuid(
+                    context, instance_uuid).destroy()
+                LOG.info('Deleted build request of %s before it was scheduled', instance_uuid)
+                return
+            except exception.BuildRequestNotFound:
+                if self._cells(context) != [None]:
+                    raise exception.InstanceNotFound(instance_id=instance_uuid)
+        with ms_context.target_cell(context, mapping.cell_mapping) as cctxt:
+            instance = instance_obj.Instance.get_by_uuid(cctxt, instance_uuid)
+            instance_action.InstanceAction.action_start(cctxt, instance_uuid,
+                                                        instance_action.DELETE,
+                                                        want_result=False)
+            if not instance.host:
+                # Never reached a compute (ERROR, or buried in cell0): nothing to clean there.
+                instance.destroy()
+            elif self.conf.reclaim_instance_interval > 0:
+                self.compute_rpcapi.soft_delete_instance(cctxt, instance)
+            else:
+                instance.task_state = instance_obj.DELETING
+                instance.save(expected_task_state=[None, instance_obj.DELETING,
+                                                   instance_obj.SCHEDULING,
+                                                   instance_obj.SPAWNING])
+                self.compute_rpcapi.terminate_instance(cctxt, instance, bdms=[])
+        mapping.queued_for_delete = True
+        mapping.save()

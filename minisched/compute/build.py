@@ -1,0 +1,147 @@
+"""Building an instance on this compute: claim, spawn, report, or hand back for reschedule.
+
+Nova's ``_do_build_and_run_instance`` / ``_build_and_run_instance`` semantics: a failed claim
+or a failed spawn becomes a RescheduledException; with retry information the build goes back
+to the conductor (``build_instances`` with the remaining alternates), without it the instance
+goes to ERROR. A BuildAbortException or anything unexpected ends in ERROR, never rescheduled.
+"""
+import logging
+import traceback
+
+from oslo_utils import timeutils
+
+from minisched import exception
+from minisched.objects import instance as instance_obj
+from minisched.objects import instance_action
+from minisched.objects import instance_fault
+
+LOG = logging.getLogger(__name__)
+
+ACTIVE, FAILED, RESCHEDULED = 'active', 'failed', 'rescheduled'
+EVENT = 'compute_build_and_run_instance'
+
+
+class _Rescheduled(Exception):
+    """Marks a build handed back to the conductor (its event ends as Error)."""
+
+
+class Builder:
+    """Runs one build for the compute manager that owns it."""
+
+    def __init__(self, manager):
+        self.manager = manager
+        self.host = manager.host
+        self.driver = manager.driver
+        self.rt = manager.rt
+
+    def build(self, context, instance, image, request_spec, filter_properties, node, limits,
+              host_list, **kwargs):
+        filter_properties = dict(filter_properties or {})
+        result = FAILED
+        try:
+            with instance_action.EventReporter(context, EVENT, self.host, instance.uuid):
+                result = self._do_build(context, instance, image, request_spec,
+                                        filter_properties, node, limits, host_list, kwargs)
+                if result == RESCHEDULED:
+                    # Recorded as an Error event so that the action shows why it moved on.
+                    raise _Rescheduled(filter_properties['retry'].get('exc_reason'))
+        except Exception as exc:
+            # The event recorded the failure; the instance state was set by _do_build.
+            LOG.debug('Build of %s on %s ended with: %s', instance.uuid, self.host, exc)
+        node = node or self.driver.get_available_nodes()[0]
+        if result == ACTIVE:
+            self.rt.build_succeeded(node)
+        else:
+            self.rt.build_failed(node)
+        return result
+
+    def _do_build(self, context, instance, image, request_spec, filter_properties, node,
+                  limits, host_list, kwargs):
+        try:
+            instance.vm_state = instance_obj.BUILDING
+            instance.task_state = None
+            instance.save(expected_task_state=[instance_obj.SCHEDULING, None])
+        except (exception.InstanceNotFound, exception.UnexpectedDeletingTaskStateError):
+            LOG.debug('Instance %s disappeared before build.', instance.uuid)
+            return FAILED
+        node = node or self.driver.get_available_nodes()[0]
+        try:
+            self._build_and_run(context, instance, image, node, limits)
+            return ACTIVE
+        except exception.RescheduledException as exc:
+            return self._reschedule_or_fail(context, instance, image, request_spec,
+                                            filter_properties, host_list, exc, kwargs)
+        except (exception.InstanceNotFound, exception.UnexpectedDeletingTaskStateError):
+            LOG.debug('Instance %s was deleted during its build.', instance.uuid)
+            return FAILED
+        except exception.BuildAbortException as exc:
+            LOG.error('Build of instance %s aborted: %s', instance.uuid, exc.format_message())
+            self._fail(context, instance, exc)
+            raise
+        except Exception as exc:
+            LOG.exception('Unexpected build failure, not rescheduling build of %s.',
+                          instance.uuid)
+            self._fail(context, instance, exc)
+            raise
+
+    def _build_and_run(self, context, instance, image, node, limits):
+        try:
+            with self.rt.instance_claim(context, instance, node, limits):
+                instance.task_state = instance_obj.SPAWNING
+                instance.save(expected_task_state=None)
+                self.driver.spawn(context, instance, image, injected_files=[],
+                                  admin_password=None, allocations=None)
+        except exception.ComputeResourcesUnavailable as exc:
+            LOG.debug('Build of %s failed: %s', instance.uuid, exc.format_message())
+            raise exception.RescheduledException(instance_uuid=instance.uuid,
+                                                 reason=exc.format_message())
+        except (exception.BuildAbortException, exception.InstanceNotFound,
+                exception.UnexpectedDeletingTaskStateError):
+            raise
+        except Exception as exc:
+            raise exception.RescheduledException(instance_uuid=instance.uuid, reason=str(exc))
+        instance.power_state = self.driver.get_info(instance).state
+        instance.vm_state = instance_obj.ACTIVE
+        instance.task_state = None
+        instance.launched_at = timeutils.utcnow()
+        instance.save(expected_task_state=instance_obj.SPAWNING)
+        self.manager.update_scheduler_instance_info(context, instance)
+        LOG.info('Instance %s is ACTIVE on %s:%s', instance.uuid, self.host, node)
+
+    def _reschedule_or_fail(self, context, instance, image, request_spec, filter_properties,
+                            host_list, exc, kwargs):
+        reason = exc.kwargs.get('reason')
+        retry = filter_properties.get('retry')
+        if not retry:
+            LOG.debug('Retry info not present, will not reschedule %s', instance.uuid)
+            self._fail(context, instance, exc, message=reason)
+            return FAILED
+        LOG.info('Rescheduling build of %s from %s: %s', instance.uuid, self.host, reason)
+        retry['exc'] = traceback.format_exception(type(exc), exc, exc.__traceback__)[-1]
+        retry['exc_reason'] = reason
+        instance.host = None
+        instance.node = None
+        instance.task_state = instance_obj.SCHEDULING
+        instance.save()
+        self.manager.compute_task_api.build_instances(
+            context, [instance], image, filter_properties, kwargs.get('admin_password'),
+            kwargs.get('injected_files'), kwargs.get('requested_networks'),
+            kwargs.get('security_groups'), kwargs.get('block_device_mapping'),
+            request_spec=request_spec, host_lists=[list(host_list or [])])
+        return RESCHEDULED
+
+    def _fail(self, context, instance, exc, message=None):
+        """ERROR with a fault; host/node cleared as Nova does for a failed build."""
+        fault = instance_fault.InstanceFault.from_exception(context, instance.uuid, exc,
+                                                            host=self.host)
+        if message:
+            fault.message = message[:255]
+        try:
+            fault.create()
+            instance.host = None
+            instance.node = None
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            instance.save()
+        except exception.InstanceNotFound:
+            LOG.debug('Instance %s deleted before it could be set to ERROR', instance.uuid)

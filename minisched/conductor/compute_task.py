@@ -1,0 +1,258 @@
+"""The build flow in the conductor (namespace ``compute_task``): schedule, place, build.
+
+``schedule_and_build_instances`` asks the scheduler for hosts with alternates, creates each
+instance in the chosen host's cell, points its instance mapping there and casts
+``build_and_run_instance`` to ``compute.<host>``. Instances that cannot be placed are "buried"
+in cell0 in ERROR with the reason as an instance fault. ``build_instances`` is the reschedule
+path: it pops the next alternate without calling the scheduler again.
+"""
+import copy
+import logging
+import traceback
+
+import oslo_messaging as messaging
+from oslo_utils import timeutils
+
+from minisched.compute import rpcapi as compute_rpcapi
+from minisched import context as ms_context
+from minisched import exception
+from minisched.objects import build_request as build_request_obj
+from minisched.objects import cell_mapping as cell_mapping_obj
+from minisched.objects import host_mapping as host_mapping_obj
+from minisched.objects import instance as instance_obj
+from minisched.objects import instance_action
+from minisched.objects import instance_fault
+from minisched.objects import instance_mapping as instance_mapping_obj
+from minisched import rpc
+from minisched.scheduler.client import query
+from minisched.scheduler import utils as scheduler_utils
+
+LOG = logging.getLogger(__name__)
+
+
+class ComputeTaskManager:
+    """Namespace ``compute_task``: long-running build tasks driven by the conductor."""
+
+    target = messaging.Target(namespace='compute_task', version='1.20')
+
+    def __init__(self, conf, host):
+        self.conf = conf
+        self.host = host
+        self.query_client = query.SchedulerQueryClient(conf)
+        self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
+        self.notifier = rpc.get_notifier('compute_task', host)
+
+    # -- RPC methods ---------------------------------------------------------------------
+
+    def schedule_and_build_instances(self, context, build_requests, request_specs, image,
+                                     admin_password, injected_files, requested_networks,
+                                     block_device_mapping, tags=None):
+        instance_uuids = [spec.instance_uuid for spec in request_specs]
+        started = timeutils.utcnow()
+        try:
+            host_lists = self._schedule_instances(context, request_specs[0], instance_uuids,
+                                                  return_alternates=True)
+        except Exception as exc:
+            LOG.warning('Failed to schedule instances %s: %s', ', '.join(instance_uuids),
+                        _message(exc))
+            self._bury_in_cell0(context, request_specs[0], exc, build_requests, started)
+            return
+        placed = []
+        for build_request, spec, host_list in zip(build_requests, request_specs, host_lists):
+            instance = self._create_in_cell(context, build_request, spec, host_list, started)
+            if instance is not None:
+                placed.append((instance, spec, host_list))
+        for instance, spec, host_list in placed:
+            self._cast_build(context, instance, spec, host_list, image)
+
+    def build_instances(self, context, instances, image, filter_properties, admin_password,
+                        injected_files, requested_networks, security_groups,
+                        block_device_mapping=None, legacy_bdm=True, request_spec=None,
+                        host_lists=None):
+        """Reschedule (``host_lists`` given: use the next alternate) or schedule afresh."""
+        filter_properties = dict(filter_properties or {})
+        is_reschedule = host_lists is not None
+        try:
+            scheduler_utils.populate_retry(filter_properties, instances[0].uuid,
+                                           self.conf.scheduler.max_attempts)
+            if is_reschedule:
+                if not host_lists[0]:
+                    raise exception.MaxRetriesExceeded(reason=(
+                        'Exhausted all hosts available for retrying build failures for '
+                        'instance %s.' % instances[0].uuid))
+            else:
+                request_spec.instance_uuid = instances[0].uuid
+                host_lists = self._schedule_instances(
+                    context, request_spec, [i.uuid for i in instances], return_alternates=True)
+        except Exception as exc:
+            for instance in instances:
+                self._set_error(context, instance, exc, 'build_instances')
+            return
+        for instance, host_list in zip(instances, host_lists):
+            host_list = list(host_list)
+            selection = host_list.pop(0)
+            try:
+                instance.availability_zone = selection.availability_zone \
+                    if 'availability_zone' in selection and selection.availability_zone \
+                    else instance.availability_zone
+                instance.save()
+            except exception.InstanceNotFound:
+                LOG.debug('Instance %s deleted during build', instance.uuid)
+                continue
+            local_props = copy.deepcopy(filter_properties)
+            scheduler_utils.populate_filter_properties(local_props, selection)
+            self.compute_rpcapi.build_and_run_instance(
+                context, instance=instance, host=selection.service_host, image=image,
+                request_spec=request_spec, filter_properties=local_props,
+                admin_password=admin_password, injected_files=injected_files,
+                requested_networks=requested_networks, security_groups=security_groups,
+                block_device_mapping=block_device_mapping, node=selection.nodename,
+                limits=selection.limits, host_list=host_list)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _schedule_instances(self, context, request_spec, instance_uuids,
+                            return_alternates=False):
+        enabled = self.conf.filter_scheduler.enabled_filters
+        scheduler_utils.setup_instance_group(context, request_spec, enabled,
+                                             ('ServerGroupSoftAffinityWeigher',
+                                              'ServerGroupSoftAntiAffinityWeigher'))
+        watch = timeutils.StopWatch()
+        watch.start()
+        host_lists = self.query_client.select_destinations(
+            context, request_spec, instance_uuids, return_objects=True,
+            return_alternates=return_alternates)
+        LOG.debug('Took %0.2f seconds to select destinations for %s instance(s).',
+                  watch.elapsed(), len(instance_uuids))
+        return host_lists
+
+    def _create_in_cell(self, context, build_request, spec, host_list, started):
+        """Create the instance in the cell of the chosen host; None when it cannot be."""
+        selection = host_list[0]
+        instance = build_request.instance
+        try:
+            cell = self._cell_of_host(context, selection.service_host)
+        except exception.HostMappingNotFound as exc:
+            LOG.error('No host-to-cell mapping found for selected host %(host)s. Setup is '
+                      'incomplete.', {'host': selection.service_host})
+            self._bury_in_cell0(context, spec, exc, [build_request], started)
+            return None
+        try:
+            build_request_obj.BuildRequest.get_by_instance_uuid(context, instance.uuid)
+        except exception.BuildRequestNotFound:
+            LOG.debug('While scheduling instance %s, the build request was already deleted.',
+                      instance.uuid)
+            return None
+        with ms_context.target_cell(context, cell) as cctxt:
+            instance._context = cctxt
+            instance.create()
+            self._record_schedule(cctxt, instance.uuid, started, None)
+        self._map_instance(context, instance.uuid, cell)
+        _destroy_build_request(build_request)
+        return instance
+
+    def _cast_build(self, context, instance, spec, host_list, image):
+        host_list = list(host_list)
+        selection = host_list.pop(0)
+        LOG.debug('Selected host: %s; Selected node: %s; Alternates: %s',
+                  selection.service_host, selection.nodename,
+                  [(alt.service_host, alt.nodename) for alt in host_list])
+        filter_props = spec.to_legacy_filter_properties_dict()
+        scheduler_utils.populate_retry(filter_props, instance.uuid,
+                                       self.conf.scheduler.max_attempts)
+        scheduler_utils.populate_filter_properties(filter_props, selection)
+        self.compute_rpcapi.build_and_run_instance(
+            instance._context, instance=instance, host=selection.service_host, image=image,
+            request_spec=spec, filter_properties=filter_props, admin_password=None,
+            injected_files=[], requested_networks=None, security_groups=[],
+            block_device_mapping=[], node=selection.nodename, limits=selection.limits,
+            host_list=host_list)
+
+    def _cell_of_host(self, context, host):
+        try:
+            return host_mapping_obj.HostMapping.get_by_host(context, host).cell_mapping
+        except exception.HostMappingNotFound:
+            if _has_cells(context):
+                raise
+            return None  # no cells mapped at all: the local [database] is the only cell
+
+    def _map_instance(self, context, instance_uuid, cell):
+        try:
+            mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
+                                                                                instance_uuid)
+        except exception.InstanceMappingNotFound:
+            return
+        mapping.cell_mapping = cell
+        mapping.save()
+
+    def _record_schedule(self, cctxt, instance_uuid, started, exc):
+        """The ``create`` action and its ``schedule`` event, with when scheduling ran."""
+        instance_action.InstanceAction.action_start(cctxt, instance_uuid,
+                                                    instance_action.CREATE, want_result=False)
+        instance_action.InstanceActionEvent.event_start(cctxt, instance_uuid, 'schedule',
+                                                        want_result=False, host=self.host)
+        tb = ''.join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]) \
+            if exc is not None else None
+        instance_action.InstanceActionEvent.event_finish_with_failure(
+            cctxt, instance_uuid, 'schedule', exc_val=_message(exc) if exc else None,
+            exc_tb=tb)
+
+    def _bury_in_cell0(self, context, request_spec, exc, build_requests, started):
+        """Create the instances in cell0 in ERROR, with the failure as an instance fault."""
+        cell0 = None
+        if _has_cells(context):
+            try:
+                cell0 = cell_mapping_obj.CellMapping.get_by_uuid(
+                    context, cell_mapping_obj.CELL0_UUID)
+            except exception.CellMappingNotFound:
+                LOG.error('No cell mapping found for cell0 while trying to record scheduling '
+                          'failure. Setup is incomplete.')
+                return
+        for build_request in build_requests or []:
+            instance = build_request.instance
+            with ms_context.target_cell(context, cell0) as cctxt:
+                instance._context = cctxt
+                instance.vm_state = instance_obj.ERROR
+                instance.task_state = None
+                instance.create()
+                self._record_schedule(cctxt, instance.uuid, started, exc)
+                instance_fault.InstanceFault.from_exception(cctxt, instance.uuid, exc,
+                                                            host=None).create()
+            self._notify_error(context, instance.uuid, request_spec, exc)
+            self._map_instance(context, instance.uuid, cell0)
+            _destroy_build_request(build_request)
+
+    def _set_error(self, context, instance, exc, method):
+        LOG.warning('Setting instance %s to ERROR state: %s', instance.uuid, _message(exc))
+        try:
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            instance.save()
+            instance_fault.InstanceFault.from_exception(context, instance.uuid, exc,
+                                                        host=None).create()
+        except exception.InstanceNotFound:
+            LOG.debug('Instance %s deleted during build', instance.uuid)
+        self._notify_error(context, instance.uuid, None, exc)
+
+    def _notify_error(self, context, instance_uuid, request_spec, exc):
+        payload = {'instance_id': instance_uuid, 'state': instance_obj.ERROR,
+                   'method': 'build_instances', 'reason': _message(exc)}
+        self.notifier.error(context, 'compute_task.build_instances', payload)
+
+
+def _has_cells(context):
+    return bool(cell_mapping_obj.CellMappingList.get_all(context))
+
+
+def _destroy_build_request(build_request):
+    try:
+        build_request.destroy()
+    except exception.BuildRequestNotFound:
+        pass
+
+
+def _message(exc):
+    if exc is None:
+        return None
+    return exc.format_message() if hasattr(exc, 'format_message') else str(exc)
+

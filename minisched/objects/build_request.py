@@ -1,0 +1,46 @@
+"""Build requests: an instance that is asked for but not yet in any cell (API database)."""
+from oslo_serialization import jsonutils
+
+from minisched.db.api import api as api_db
+from minisched.objects import base
+from minisched.objects import fields
+
+
+@base.MinischedObjectRegistry.register
+class BuildRequest(base.MinischedTimestampObject, base.MinischedObject):
+    VERSION = '1.3'
+
+    fields = {
+        'id': fields.IntegerField(),
+        'instance_uuid': fields.UUIDField(),
+        'project_id': fields.StringField(),
+        'instance': fields.ObjectField('Instance'),
+    }
+
+    @staticmethod
+    def _from_db_object(context, req, db_req):
+        from minisched.objects import instance as instance_obj
+        for name in ('id', 'instance_uuid', 'project_id', 'created_at', 'updated_at'):
+            setattr(req, name, db_req.get(name))
+        req.instance = instance_obj.Instance.obj_from_primitive(
+            jsonutils.loads(db_req['instance']), context=context)
+        req._context = context
+        req.obj_reset_changes()
+        return req
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, instance_uuid):
+        return cls._from_db_object(context, cls(),
+                                   api_db.build_request_get_by_instance_uuid(context,
+                                                                             instance_uuid))
+
+    @base.remotable
+    def create(self):
+        values = {'instance_uuid': self.instance_uuid, 'project_id': self.project_id,
+                  'instance': jsonutils.dumps(self.instance.obj_to_primitive())}
+        self._from_db_object(self._context, self, api_db.build_request_create(self._context,
+                                                                               values))
+
+    @base.remotable
+    def destroy(self):
+        api_db.build_request_destroy(self._context, self.instance_uuid)
