@@ -23,6 +23,7 @@ import threading
 import traceback
 
 from oslo_db.sqlalchemy import engines as oslo_engines
+import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
 from minisched import exception
@@ -111,8 +112,43 @@ def engine_for_url(url, database=MAIN):
         cached = _engines.get(url)
         if cached is None:
             engine = oslo_engines.create_engine(url, **_engine_options(url, database))
+            if engine.dialect.name == 'sqlite':
+                _harden_sqlite(engine)
             cached = _engines[url] = (engine, os.getpid())
     return cached[0]
+
+
+#: Seconds a SQLite connection waits for another process's lock before giving up.
+SQLITE_BUSY_TIMEOUT_MS = 30000
+
+
+def _harden_sqlite(engine):
+    """Make the embedded SQLite default safe for several service processes at once.
+
+    WAL lets readers (the scheduler) run while a writer (the conductor) commits; every
+    transaction starts with BEGIN IMMEDIATE so that two read-then-write transactions cannot
+    deadlock on lock upgrade (SQLite answers that with an immediate "database is locked");
+    waiting writers queue for up to ``SQLITE_BUSY_TIMEOUT_MS``.
+    """
+    @sa.event.listens_for(engine, 'connect')
+    def _on_connect(dbapi_connection, connection_record):
+        cursor = dbapi_connection.cursor()
+        if engine.url.database not in (None, '', ':memory:'):
+            cursor.execute('PRAGMA journal_mode=WAL')
+        cursor.execute('PRAGMA busy_timeout=%d' % SQLITE_BUSY_TIMEOUT_MS)
+        cursor.close()
+
+    # oslo.db emits a plain (deferred) BEGIN from its own "begin" listener; replace it. Ours
+    # keeps oslo.db's transaction marker, which its commit/rollback listeners clear.
+    for listener in list(engine.dispatch.begin):
+        if getattr(listener, '__name__', '') == '_sqlite_emit_begin':
+            sa.event.remove(engine, 'begin', listener)
+
+    @sa.event.listens_for(engine, 'begin')
+    def _on_begin(connection):
+        if 'in_transaction' not in connection.info:
+            connection.exec_driver_sql('BEGIN IMMEDIATE')
+            connection.info['in_transaction'] = True
 
 
 def main_engine(context=None):
