@@ -5,30 +5,41 @@ GROUP = cfg.OptGroup('scheduler', title='Scheduler', help='The scheduler service
 
 OPTS = [
     cfg.StrOpt('driver', default='filter_scheduler', help="""
-Scheduler driver, by its entry point name in ``minisched.scheduler.driver``: ``filter_scheduler``
-(default), ``chance_scheduler`` or ``caching_scheduler``; a third-party driver is selected by
-its own entry point name. An unknown name stops the scheduler at start-up."""),
+Scheduler driver, by its entry point name in ``minisched.scheduler.driver``:
+``filter_scheduler`` (default), ``chance_scheduler`` or
+``caching_scheduler``; a third-party driver is selected by its own entry
+point name. An unknown name stops the scheduler at start-up."""),
     cfg.StrOpt('host_manager', default='host_manager', help="""
-Host manager, by its entry point name in ``minisched.scheduler.host_manager``:
-``host_manager`` or ``ironic_host_manager`` (whole-node consumption for baremetal nodes)."""),
+Host manager, by its entry point name in
+``minisched.scheduler.host_manager``: ``host_manager`` or
+``ironic_host_manager`` (whole-node consumption for baremetal nodes)."""),
     cfg.IntOpt('periodic_task_interval', default=60, help="""
-Seconds between runs of the driver's periodic tasks (the caching scheduler refreshes its
-host states there). 0 means the default spacing (60 s); negative disables."""),
+Seconds between runs of the driver's periodic tasks (the caching scheduler
+refreshes its host states there). 0 means the default spacing (60 s);
+negative disables."""),
     cfg.IntOpt('max_attempts', default=3, min=1, help="""
-Build attempts per instance: the chosen host plus ``max_attempts - 1`` alternates."""),
+Build attempts per instance: the chosen host plus ``max_attempts - 1``
+alternates."""),
     cfg.IntOpt('discover_hosts_in_cells_interval', default=-1, min=-1, help="""
-Seconds between automatic host discoveries (``minisched-manage cell discover_hosts``) run by
-the scheduler. -1 disables the periodic task."""),
+Seconds between automatic host discoveries (``minisched-manage cell
+discover_hosts``) run by the scheduler. -1 disables the periodic task."""),
     cfg.IntOpt('workers', min=0, help="""
-Scheduler worker processes. Unset or 0: the number of CPUs with ``filter_scheduler``,
-otherwise 1."""),
+Scheduler worker processes. Unset or 0: the number of CPUs with
+``filter_scheduler``, otherwise 1."""),
+]
+
+DEFAULT_OPTS = [
+    cfg.StrOpt('scheduler_json_config_location', default='', help="""
+Absolute path of a JSON file of extra scheduler settings, re-read when it changes and handed
+to filters as the request's ``config_options``. Empty: none."""),
 ]
 
 
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(OPTS, group=GROUP)
+    conf.register_opts(DEFAULT_OPTS)
 
 
 def list_opts():
-    return {GROUP: OPTS}
+    return {GROUP: OPTS, 'DEFAULT': DEFAULT_OPTS}

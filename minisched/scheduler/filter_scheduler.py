@@ -18,6 +18,7 @@ from minisched.objects import selection as selection_obj
 from minisched import rpc
 from minisched.scheduler import driver
 from minisched.scheduler import filters
+from minisched.scheduler import scheduler_options
 
 LOG = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class FilterScheduler(driver.Scheduler):
         super().__init__(conf)
         self.notifier = rpc.get_notifier('scheduler', conf.host)
         self.pipeline = self.pipeline_cls(self.host_manager)
+        self.options = scheduler_options.SchedulerOptions(conf.scheduler_json_config_location)
         #: The last request's figures, for logs and metrics.
         self.last_stats = {}
 
@@ -124,6 +126,8 @@ class FilterScheduler(driver.Scheduler):
     def _schedule(self, context, spec_obj, instance_uuids, return_alternates=False):
         start = time.monotonic()
         elevated = context.elevated()
+        # Handed to filters as Nova's filter_properties['config_options'] was (not a field).
+        spec_obj.config_options = self.options.get_configuration()
         candidates = self._get_all_host_candidates(elevated, spec_obj)
         hosts_in = len(candidates)
         num_instances = len(instance_uuids) if instance_uuids else spec_obj.num_instances

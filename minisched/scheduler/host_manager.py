@@ -251,14 +251,18 @@ class HostManager:
         key = (host, row['hypervisor_hostname'])
         state = self.host_state_map.get(key)
         if state is None:
-            state = self.host_state_cls(host, row['hypervisor_hostname'], cell_uuid,
-                                        table=self.table)
+            state = self._new_host_state(row, cell_uuid)
             self.host_state_map[key] = state
             self._states_by_host[host].append(state)
             state.update(service=service, aggregates=self._aggregates_for(host),
-                         inst_dict=self._instance_dict_for(host))
+                         inst_dict=self._instance_dict_for(host, row))
         state.last_record = row
         state.update(compute=NodeRecord(row, self.conf))
+
+    def _new_host_state(self, row, cell_uuid):
+        """Factory of host states (the ironic host manager picks a class per node)."""
+        return self.host_state_cls(row['host'], row['hypervisor_hostname'], cell_uuid,
+                                   table=self.table)
 
     def _remove_state(self, key):
         state = self.host_state_map.pop(key, None)
@@ -399,7 +403,7 @@ class HostManager:
 
     # -- instance info (fanout from the computes) --------------------------------------
 
-    def _instance_dict_for(self, host):
+    def _instance_dict_for(self, host, row=None):
         info = self._instance_info.get(host)
         if info is None:
             info = self._instance_info[host] = {'instances': {}, 'updated': False}
