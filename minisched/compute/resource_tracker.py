@@ -7,6 +7,7 @@ from oslo_utils import uuidutils
 from minisched.compute import claims
 from minisched.compute import stats as stats_mod
 from minisched import exception
+from minisched.objects import base as objects_base
 from minisched.objects import compute_node as compute_node_obj
 from minisched.objects import hv_spec
 from minisched.objects import instance as instance_obj
@@ -29,6 +30,7 @@ class ResourceTracker:
         self.driver = driver
         self.compute_nodes = {}
         self.stats = {}
+        self.old_resources = {}  # nodename -> the node record as last saved
         self.tracked_instances = set()
         self._lock = threading.RLock()
 
@@ -127,10 +129,18 @@ class ResourceTracker:
                 setattr(node, name, value)
 
     def _update(self, context, node):
-        """Save only when something other than ``updated_at`` changed (not a heartbeat)."""
-        changes = node.obj_what_changed() - {'updated_at'}
-        if changes:
-            node.save()
+        """Save only when something other than ``updated_at`` changed (not a heartbeat).
+
+        As Nova's ``_resource_change``, the node is compared with its copy as last saved, not
+        by its dirty fields: every refresh first copies the driver's own usage counters and
+        then recomputes them from the instances, which leaves them dirty but unchanged.
+        """
+        nodename = node.hypervisor_hostname
+        old = self.old_resources.get(nodename)
+        if old is not None and objects_base.obj_equal_prims(node, old, ['updated_at']):
+            return
+        node.save()
+        self.old_resources[nodename] = node.obj_clone()
 
     # -- claims ---------------------------------------------------------------------------
 

@@ -7,17 +7,20 @@ COMPUTE_GROUP = cfg.OptGroup('compute', title='Compute', help='Compute service b
 OPTS = [
     cfg.StrOpt('compute_driver', default='fake.FakeDriver', help="""
 Virt driver the compute service loads, by its entry point name in
-``minisched.compute.driver``. minisched ships ``fake.FakeDriver``, whose resources come
-from the ``[fake_driver]`` options."""),
+``minisched.compute.driver``. minisched ships ``fake.FakeDriver``, whose
+resources come from the ``[fake_driver]`` options."""),
     cfg.FloatOpt('cpu_allocation_ratio', default=0.0, min=0.0, help="""
-Virtual CPU to physical CPU overcommit ratio written to this compute's node record.
-0.0 means "not set": the scheduler then uses its own value of this option, or 16.0."""),
+Virtual CPU to physical CPU overcommit ratio written to this compute's node
+record. 0.0 means "not set": the scheduler then uses its own value of this
+option, or 16.0."""),
     cfg.FloatOpt('ram_allocation_ratio', default=0.0, min=0.0, help="""
-Virtual RAM to physical RAM overcommit ratio written to this compute's node record.
-0.0 means "not set": the scheduler then uses its own value of this option, or 1.5."""),
+Virtual RAM to physical RAM overcommit ratio written to this compute's node
+record. 0.0 means "not set": the scheduler then uses its own value of this
+option, or 1.5."""),
     cfg.FloatOpt('disk_allocation_ratio', default=0.0, min=0.0, help="""
-Virtual disk to physical disk overcommit ratio written to this compute's node record.
-0.0 means "not set": the scheduler then uses its own value of this option, or 1.0."""),
+Virtual disk to physical disk overcommit ratio written to this compute's
+node record. 0.0 means "not set": the scheduler then uses its own value of
+this option, or 1.0."""),
     cfg.IntOpt('reserved_host_memory_mb', default=512, min=0,
                help='Memory in MB kept for the host; counted as used on every node.'),
     cfg.IntOpt('reserved_host_disk_mb', default=0, min=0,
@@ -27,21 +30,26 @@ Virtual disk to physical disk overcommit ratio written to this compute's node re
     cfg.IntOpt('max_concurrent_builds', default=10, min=0,
                help='Builds a compute runs at once; 0 means unlimited.'),
     cfg.IntOpt('update_resources_interval', default=0, help="""
-Seconds between resource updates of the compute node record. 0 runs the task at the
-default periodic spacing (60 s); a negative value disables it."""),
+Seconds between resource updates of the compute node record. 0 runs the task
+at the default periodic spacing (60 s); a negative value disables it."""),
     cfg.IntOpt('scheduler_instance_sync_interval', default=120, help="""
-Seconds between the compute's ``sync_instance_info`` casts to the schedulers. 0 means the
-default spacing (60 s); a negative value disables the sync."""),
+Seconds between the compute's ``sync_instance_info`` casts to the
+schedulers. 0 means the default spacing (60 s); a negative value disables
+the sync."""),
     cfg.IntOpt('sync_power_state_interval', default=600, help="""
-Seconds between power state syncs between the database and the driver; negative disables."""),
+Seconds between power state syncs between the database and the driver;
+negative disables."""),
     cfg.IntOpt('sync_power_state_pool_size', default=1000,
                help='Maximum concurrent power state syncs.'),
     cfg.IntOpt('instance_build_timeout', default=0, min=0, help="""
-Seconds an instance may stay in BUILDING before it is set to ERROR; 0 disables the check."""),
+Seconds an instance may stay in BUILDING before it is set to ERROR; 0
+disables the check."""),
     cfg.IntOpt('reclaim_instance_interval', default=0, help="""
-Seconds a soft-deleted instance is kept before it is reclaimed; 0 or less disables soft delete."""),
+Seconds a soft-deleted instance is kept before it is reclaimed; 0 or less
+disables soft delete."""),
     cfg.IntOpt('instance_delete_interval', default=300, help="""
-Seconds between retries of incomplete deletes; 0 means the default spacing, negative disables."""),
+Seconds between retries of incomplete deletes; 0 means the default spacing,
+negative disables."""),
     cfg.IntOpt('maximum_instance_delete_attempts', default=5, min=1,
                help='Attempts at cleaning up a deleted instance before giving up.'),
     cfg.IntOpt('reboot_timeout', default=0, min=0,
@@ -53,7 +61,8 @@ Seconds between retries of incomplete deletes; 0 means the default spacing, nega
     cfg.IntOpt('shelved_poll_interval', default=3600,
                help='Seconds between checks for shelved instances to offload; negative disables.'),
     cfg.IntOpt('shelved_offload_time', default=0, min=-1, help="""
-Seconds before a shelved instance is offloaded; 0 offloads at once, -1 never."""),
+Seconds before a shelved instance is offloaded; 0 offloads at once, -1
+never."""),
     cfg.StrOpt('running_deleted_instance_action', default='reap',
                choices=[('reap', 'power down and destroy'), ('log', 'log only'),
                         ('shutdown', 'power down'), ('noop', 'do nothing')],
@@ -66,13 +75,14 @@ Seconds before a shelved instance is offloaded; 0 offloads at once, -1 never."""
 
 COMPUTE_OPTS = [
     cfg.IntOpt('consecutive_build_service_disable_threshold', default=10, min=0, help="""
-Non-zero: count consecutive failed builds on the node (``stats['failed_builds']``), which
-BuildFailureWeigher uses to steer new builds away. 0 turns counting off."""),
+Non-zero: count consecutive failed builds on the node
+(``stats['failed_builds']``), which BuildFailureWeigher uses to steer new
+builds away. 0 turns counting off."""),
 ]
 
 FAKE_GROUP = cfg.OptGroup('fake_driver', title='Fake virt driver', help="""
-Resources the fake virt driver reports, so that computes of different sizes run side by
-side on one machine.""")
+Resources the fake virt driver reports, so that computes of different sizes
+run side by side on one machine.""")
 
 FAKE_OPTS = [
     cfg.IntOpt('vcpus', default=16, min=0, help='Physical CPUs of each fake node.'),
@@ -80,16 +90,18 @@ FAKE_OPTS = [
     cfg.IntOpt('local_gb', default=1024, min=0, help='Local disk of each fake node, in GB.'),
     cfg.StrOpt('hypervisor_type', default='fake', help='Hypervisor type reported.'),
     cfg.StrOpt('hypervisor_version', default='1.0', help='Hypervisor version, dotted.'),
-    cfg.StrOpt('cpu_arch', default='x86_64', help='Architecture in cpu_info and supported instances.'),
+    cfg.StrOpt('cpu_arch', default='x86_64',
+               help='Architecture in cpu_info and supported instances.'),
     cfg.ListOpt('nodes', default=[], help="""
-Node names this compute manages. Empty: one node named after ``host``. Several names make a
-baremetal-style compute with one node per name."""),
+Node names this compute manages. Empty: one node named after ``host``.
+Several names make a baremetal-style compute with one node per name."""),
     cfg.FloatOpt('spawn_delay_seconds', default=0.0, min=0.0,
                  help='Seconds each spawn takes; for tests and demos.'),
     cfg.StrOpt('spawn_failure', default='none',
                choices=[('none', 'spawns succeed'),
                         ('reschedule', 'every spawn fails with a reschedulable error'),
-                        ('first_reschedule', 'the first spawn of each instance fails, reschedulable'),
+                        ('first_reschedule',
+                         'the first spawn of each instance fails, reschedulable'),
                         ('abort', 'every spawn fails without reschedule')],
                help='Failure injection for tests.'),
 ]

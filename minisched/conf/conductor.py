@@ -2,8 +2,8 @@
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup('conductor', title='Conductor', help="""
-The conductor executes the database work of services that have no database access
-(compute) and drives the build flow.""")
+The conductor executes the database work of services that have no database
+access (compute) and drives the build flow.""")
 
 OPTS = [
     cfg.IntOpt('workers', min=1, help="""

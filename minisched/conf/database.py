@@ -5,8 +5,8 @@ from oslo_db import options as oslo_db_options
 GROUP = cfg.OptGroup('database', title='Cell database',
                      help='Database of this cell: services, compute nodes, instances.')
 API_GROUP = cfg.OptGroup('api_database', title='API database', help="""
-Database shared by the whole deployment: cell and host mappings, flavors, aggregates,
-instance groups and request specs.""")
+Database shared by the whole deployment: cell and host mappings, flavors,
+aggregates, instance groups and request specs.""")
 
 #: Embedded defaults, resolved against ``state_path`` when no connection is configured.
 MAIN_SQLITE = 'minisched.sqlite'
@@ -14,7 +14,8 @@ API_SQLITE = 'minisched_api.sqlite'
 
 API_OPTS = [
     cfg.StrOpt('connection', secret=True, help="""
-SQLAlchemy URL of the API database. Default: ``sqlite:///$state_path/minisched_api.sqlite``.
+SQLAlchemy URL of the API database. Default:
+``sqlite:///$state_path/minisched_api.sqlite``.
 
 Example: ``mysql+pymysql://minisched:secret@db/minisched_api``"""),
     cfg.StrOpt('slave_connection', secret=True,

@@ -23,44 +23,49 @@ def _default_my_ip():
 OPTS = [
     cfg.HostDomainOpt('host', default=socket.gethostname(),
                       sample_default='<current_hostname>', help="""
-Name of this node, used as the service's host, its RPC server name and the key of its
-records in the database. Several services on one machine need distinct values.
+Name of this node, used as the service's host, its RPC server name and the
+key of its records in the database. Several services on one machine need
+distinct values.
 
 Possible values: a valid hostname, FQDN or IP address."""),
     cfg.StrOpt('my_ip', default=_default_my_ip(), sample_default='<host_ipv4>',
                help='IP address of this host, written to the compute node record (host_ip).'),
     cfg.StrOpt('state_path', default=_default_state_path(),
                sample_default='$HOME/.local/state/minisched', help="""
-Top-level directory for the state minisched keeps on disk: the embedded SQLite databases
-live here unless ``[database] connection`` / ``[api_database] connection`` say otherwise."""),
+Top-level directory for the state minisched keeps on disk: the embedded
+SQLite databases live here unless ``[database] connection`` /
+``[api_database] connection`` say otherwise."""),
     cfg.IntOpt('report_interval', default=10, min=1, help="""
-Seconds between a service's state reports to the database (``report_count`` and
-``last_seen_up``). Keep it below ``service_down_time``.
+Seconds between a service's state reports to the database (``report_count``
+and ``last_seen_up``). Keep it below ``service_down_time``.
 
 Related options: ``service_down_time``"""),
     cfg.IntOpt('service_down_time', default=60, min=1, help="""
-Maximum seconds since a service's last state report for it to count as up. Raised to
-2.5 x ``report_interval`` when it is not larger than that option.
+Maximum seconds since a service's last state report for it to count as up.
+Raised to 2.5 x ``report_interval`` when it is not larger than that option.
 
 Related options: ``report_interval``"""),
     cfg.BoolOpt('periodic_enable', default=True,
                 help='Run the manager periodic tasks of this service.'),
     cfg.IntOpt('periodic_fuzzy_delay', default=60, min=0, help="""
-Upper bound, in seconds, of the random delay before the first periodic task run, so that
-services started together do not hit the database at once. 0 disables the delay."""),
+Upper bound, in seconds, of the random delay before the first periodic task
+run, so that services started together do not hit the database at once. 0
+disables the delay."""),
     cfg.StrOpt('servicegroup_driver', default='db', choices=[('db', 'database driver')],
                help='Driver that reports service liveness and answers "is it up?".'),
     cfg.BoolOpt('enable_new_services', default=True, help="""
-Whether new compute services start enabled. When False a new compute service is created
-disabled with a reason, and an operator enables it with ``minisched-manage service enable``."""),
+Whether new compute services start enabled. When False a new compute service
+is created disabled with a reason, and an operator enables it with
+``minisched-manage service enable``."""),
     cfg.StrOpt('default_availability_zone', default='nova', help="""
-Availability zone of compute hosts that are in no aggregate with an ``availability_zone``
-key. AvailabilityZoneFilter uses it for such hosts."""),
+Availability zone of compute hosts that are in no aggregate with an
+``availability_zone`` key. AvailabilityZoneFilter uses it for such hosts."""),
     cfg.StrOpt('internal_service_availability_zone', default='internal',
                help='Availability zone reported for non-compute services.'),
     cfg.IntOpt('long_rpc_timeout', default=1800, min=1, help="""
-Timeout in seconds of long-running RPC calls, ``select_destinations`` among them. The
-call-monitor heartbeat (``rpc_response_timeout``) still detects a dead server early.
+Timeout in seconds of long-running RPC calls, ``select_destinations`` among
+them. The call-monitor heartbeat (``rpc_response_timeout``) still detects a
+dead server early.
 
 Related options: ``rpc_response_timeout``"""),
 ]

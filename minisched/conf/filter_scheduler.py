@@ -18,45 +18,54 @@ ALL_WEIGHERS = 'minisched.scheduler.weights.all_weighers'
 OPTS = [
     cfg.IntOpt('host_subset_size', default=1, min=1,
                deprecated_opts=[cfg.DeprecatedOpt('scheduler_host_subset_size')], help="""
-The scheduler picks at random among this many best-weighed hosts. 1 always takes the best
-host; larger values spread concurrent requests and reduce claim races."""),
+The scheduler picks at random among this many best-weighed hosts. 1 always
+takes the best host; larger values spread concurrent requests and reduce
+claim races."""),
     cfg.BoolOpt('shuffle_best_same_weighed_hosts', default=False, help="""
 Shuffle the hosts that tie for the best weight before the subset pick."""),
     cfg.IntOpt('max_io_ops_per_host', default=8, min=0, help="""
-IoOpsFilter rejects hosts with this many or more concurrent I/O-heavy operations."""),
+IoOpsFilter rejects hosts with this many or more concurrent I/O-heavy
+operations."""),
     cfg.IntOpt('max_instances_per_host', default=50, min=1, help="""
 NumInstancesFilter rejects hosts with this many or more instances."""),
     cfg.BoolOpt('track_instance_changes', default=True, help="""
-Computes send their instance lists to the schedulers (``update_instance_info`` and friends)
-and the schedulers keep them, instead of reading instances from the database per request.
-Read by both the scheduler and the compute."""),
+Computes send their instance lists to the schedulers
+(``update_instance_info`` and friends) and the schedulers keep them, instead
+of reading instances from the database per request. Read by both the
+scheduler and the compute."""),
     cfg.MultiStrOpt('available_filters', default=[ALL_FILTERS], help="""
-Filters the scheduler may use: entry point names in ``minisched.scheduler.filters``, or
+Filters the scheduler may use: entry point names in
+``minisched.scheduler.filters``, or
 ``minisched.scheduler.filters.all_filters`` for every installed filter."""),
     cfg.ListOpt('enabled_filters', default=DEFAULT_FILTERS,
                 deprecated_name='scheduler_default_filters', deprecated_group='DEFAULT', help="""
-Filters applied to each request, in this order. Each must be among ``available_filters``;
-an unknown name stops the scheduler at start-up.
+Filters applied to each request, in this order. Each must be among
+``available_filters``; an unknown name stops the scheduler at start-up.
 
 Related options: ``available_filters``, ``weight_classes``"""),
     cfg.ListOpt('weight_classes', default=[ALL_WEIGHERS], help="""
 Weighers that order the hosts that passed the filters: entry point names in
-``minisched.scheduler.weights``, or ``minisched.scheduler.weights.all_weighers``."""),
+``minisched.scheduler.weights``, or
+``minisched.scheduler.weights.all_weighers``."""),
     cfg.BoolOpt('use_baremetal_filters', default=False, help="""
-With ``ironic_host_manager``: use ``baremetal_enabled_filters`` instead of ``enabled_filters``."""),
+With ``ironic_host_manager``: use ``baremetal_enabled_filters`` instead of
+``enabled_filters``."""),
     cfg.ListOpt('baremetal_enabled_filters', default=[
         'RetryFilter', 'AvailabilityZoneFilter', 'ComputeFilter', 'ComputeCapabilitiesFilter',
         'ImagePropertiesFilter', 'ExactRamFilter', 'ExactDiskFilter', 'ExactCoreFilter'],
         help='Filters for baremetal nodes when ``use_baremetal_filters`` is set.'),
     cfg.FloatOpt('ram_weight_multiplier', default=1.0, help="""
-Multiplier for RAMWeigher. Positive spreads instances over hosts with more free RAM,
-negative stacks them."""),
+Multiplier for RAMWeigher. Positive spreads instances over hosts with more
+free RAM, negative stacks them."""),
     cfg.FloatOpt('cpu_weight_multiplier', default=1.0, help="""
-Multiplier for CPUWeigher. Positive prefers hosts with more free vCPUs, negative stacks."""),
+Multiplier for CPUWeigher. Positive prefers hosts with more free vCPUs,
+negative stacks."""),
     cfg.FloatOpt('disk_weight_multiplier', default=1.0, help="""
-Multiplier for DiskWeigher. Positive prefers hosts with more free disk, negative stacks."""),
+Multiplier for DiskWeigher. Positive prefers hosts with more free disk,
+negative stacks."""),
     cfg.FloatOpt('io_ops_weight_multiplier', default=-1.0, help="""
-Multiplier for IoOpsWeigher. Negative (default) prefers lightly loaded hosts."""),
+Multiplier for IoOpsWeigher. Negative (default) prefers lightly loaded
+hosts."""),
     cfg.FloatOpt('pci_weight_multiplier', default=1.0, min=0.0,
                  help='Multiplier for PCIWeigher.'),
     cfg.FloatOpt('soft_affinity_weight_multiplier', default=1.0, min=0.0,
@@ -64,18 +73,19 @@ Multiplier for IoOpsWeigher. Negative (default) prefers lightly loaded hosts."""
     cfg.FloatOpt('soft_anti_affinity_weight_multiplier', default=1.0, min=0.0,
                  help='Multiplier for ServerGroupSoftAntiAffinityWeigher.'),
     cfg.FloatOpt('build_failure_weight_multiplier', default=1000000.0, help="""
-Multiplier for BuildFailureWeigher: hosts with recent failed builds weigh less by this
-much times their normalised failure count."""),
+Multiplier for BuildFailureWeigher: hosts with recent failed builds weigh
+less by this much times their normalised failure count."""),
     cfg.FloatOpt('cross_cell_move_weight_multiplier', default=1000000.0, help="""
-Multiplier for CrossCellWeigher: during a move, hosts in the instance's current cell are
-preferred by this much."""),
+Multiplier for CrossCellWeigher: during a move, hosts in the instance's
+current cell are preferred by this much."""),
     cfg.FloatOpt('hypervisor_version_weight_multiplier', default=1.0, help="""
 Multiplier for HypervisorVersionWeigher. Positive prefers newer hypervisors."""),
     cfg.FloatOpt('num_instances_weight_multiplier', default=0.0, help="""
-Multiplier for NumInstancesWeigher. Positive prefers hosts with more instances (pack),
-negative fewer (spread). 0 (default) turns it off."""),
+Multiplier for NumInstancesWeigher. Positive prefers hosts with more
+instances (pack), negative fewer (spread). 0 (default) turns it off."""),
     cfg.StrOpt('image_properties_default_architecture', help="""
-Architecture assumed by ImagePropertiesFilter for images without ``hw_architecture``."""),
+Architecture assumed by ImagePropertiesFilter for images without
+``hw_architecture``."""),
     cfg.ListOpt('isolated_images', default=[],
                 help='Image ids that may only run on isolated hosts (IsolatedHostsFilter).'),
     cfg.ListOpt('isolated_hosts', default=[],
@@ -92,10 +102,11 @@ AggregateImagePropertiesIsolation."""),
 METRICS_OPTS = [
     cfg.FloatOpt('weight_multiplier', default=1.0, help='Multiplier for MetricsWeigher.'),
     cfg.ListOpt('weight_setting', default=[], help="""
-Metrics to weigh and their ratios, as ``name=ratio`` pairs, e.g. ``cpu.frequency=1.0``."""),
+Metrics to weigh and their ratios, as ``name=ratio`` pairs, e.g.
+``cpu.frequency=1.0``."""),
     cfg.BoolOpt('required', default=True, help="""
-True: a host missing a weighed metric makes MetricsWeigher raise; False: it gets
-``weight_of_unavailable``."""),
+True: a host missing a weighed metric makes MetricsWeigher raise; False: it
+gets ``weight_of_unavailable``."""),
     cfg.FloatOpt('weight_of_unavailable', default=-10000.0,
                  help='Weight of a host missing a metric when ``required`` is False.'),
 ]

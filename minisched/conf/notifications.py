@@ -2,7 +2,8 @@
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup('notifications', title='Notifications', help="""
-What minisched emits. Nothing is sent unless ``[oslo_messaging_notifications] driver`` is set.""")
+What minisched emits. Nothing is sent unless
+``[oslo_messaging_notifications] driver`` is set.""")
 
 OPTS = [
     cfg.StrOpt('notification_format', default='unversioned',

@@ -30,8 +30,9 @@ Scheduler worker processes. Unset or 0: the number of CPUs with
 
 DEFAULT_OPTS = [
     cfg.StrOpt('scheduler_json_config_location', default='', help="""
-Absolute path of a JSON file of extra scheduler settings, re-read when it changes and handed
-to filters as the request's ``config_options``. Empty: none."""),
+Absolute path of a JSON file of extra scheduler settings, re-read when it
+changes and handed to filters as the request's ``config_options``. Empty:
+none."""),
 ]
 
 

@@ -2,13 +2,15 @@
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup('upgrade_levels', title='Upgrade levels', help="""
-Caps on the RPC API versions a service sends, so that a mixed-version deployment keeps
-working during a rolling upgrade. Each value is a version (``4.4``) or a release alias.""")
+Caps on the RPC API versions a service sends, so that a mixed-version
+deployment keeps working during a rolling upgrade. Each value is a version
+(``4.4``) or a release alias.""")
 
 OPTS = [
     cfg.StrOpt('scheduler', help="""
-Cap for the scheduler RPC API. Aliases: grizzly (2.6), havana (2.9), icehouse/juno (3.0),
-kilo/liberty (4.2), mitaka/newton/ocata (4.3), pike (4.4)."""),
+Cap for the scheduler RPC API. Aliases: grizzly (2.6), havana (2.9),
+icehouse/juno (3.0), kilo/liberty (4.2), mitaka/newton/ocata (4.3), pike
+(4.4)."""),
     cfg.StrOpt('conductor', help='Cap for the conductor RPC API (aliases up to ocata mean 3.0).'),
     cfg.StrOpt('compute', help='Cap for the compute RPC API (a version, or ``auto``).'),
     cfg.StrOpt('baseapi', help='Cap for the base RPC API shared by every service.'),

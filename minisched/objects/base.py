@@ -40,6 +40,18 @@ class MinischedObject(ovo_base.VersionedObject):
         finally:
             self._context = original
 
+    @classmethod
+    def _obj_from_primitive(cls, context, objver, primitive):
+        # oslo.versionedobjects tests ``name in data``, so a string "data" would silently
+        # build an empty object; reject it as the malformed input it is.
+        data = cls._obj_primitive_field(primitive, 'data')
+        changes = cls._obj_primitive_field(primitive, 'changes', [])
+        if not isinstance(data, dict) or not isinstance(changes, (list, tuple, set)):
+            raise exception.InvalidObjectRequest(
+                reason='malformed %s primitive: data must be a dict and changes a list'
+                % cls.obj_name())
+        return super()._obj_from_primitive(context, objver, primitive)
+
     def obj_set_defaults_if_unset(self, *names):
         for name in names:
             if not self.obj_attr_is_set(name):

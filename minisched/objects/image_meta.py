@@ -59,7 +59,10 @@ class ImageMetaProps(base.MinischedObject):
     @classmethod
     def from_dict(cls, image_props):
         obj = cls()
-        for key, value in (image_props or {}).items():
+        # Legacy names first, so that a current name given too wins whatever the dict order.
+        items = sorted((image_props or {}).items(),
+                       key=lambda item: item[0] not in cls._legacy_property_map)
+        for key, value in items:
             key = cls._legacy_property_map.get(key, key)
             if key.startswith('traits:'):
                 if value == 'required':

@@ -156,7 +156,8 @@ class RequestSpec(base.MinischedObject):
         spec.image = image_meta_obj.ImageMeta.from_dict(image) if image is not None else None
         spec.num_instances = request_spec.get('num_instances', 1)
         flavor = request_spec.get('instance_type') or filter_properties.get('instance_type')
-        spec.flavor = _flavor_from(flavor)
+        if flavor:  # as Nova's: no flavor leaves the (non-nullable) field unset
+            spec.flavor = _flavor_from(flavor)
         props = request_spec.get('instance_properties') or {}
         spec.project_id = props.get('project_id', context.project_id if context else None)
         spec.user_id = props.get('user_id', context.user_id if context else None)
@@ -174,6 +175,7 @@ class RequestSpec(base.MinischedObject):
         self.limits = SchedulerLimits.from_dict(props.get('limits', {}))
         hints = props.get('scheduler_hints') or {}
         self.scheduler_hints = {k: v if isinstance(v, list) else [v] for k, v in hints.items()}
+        self.requested_destination = props.get('requested_destination')
         self.instance_group = None
         if props.get('group_updated') or props.get('group_policies'):
             policies = list(props.get('group_policies') or [])
@@ -217,7 +219,9 @@ class RequestSpec(base.MinischedObject):
             props['group_policies'] = set(group.policies)
             props['group_members'] = set(group.members)
         if self.obj_attr_is_set('scheduler_hints') and self.scheduler_hints:
-            props['scheduler_hints'] = self.scheduler_hints
+            # Legacy hints are scalars where the list has one element (Nova's form).
+            props['scheduler_hints'] = {name: self.get_scheduler_hint(name)
+                                        for name in self.scheduler_hints}
         if self.obj_attr_is_set('requested_destination') and self.requested_destination:
             props['requested_destination'] = self.requested_destination
         return props

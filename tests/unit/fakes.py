@@ -83,3 +83,91 @@ def fake_aggregate(metadata=None, hosts=(), id=1, name=None):
     """An Aggregate with ``metadata`` (e.g. per-aggregate weight multipliers)."""
     return objects.Aggregate(id=id, uuid=getattr(uuids, 'agg%d' % id), name=name or 'agg%d' % id,
                              hosts=list(hosts), metadata=dict(metadata or {}))
+
+
+class FakeIndirectionAPI:
+    """Stands in for the conductor behind ``MinischedObject.indirection_api``; records calls.
+
+    ``calls`` lists ``(kind, objname, method, args, kwargs)``. ``class_results`` and
+    ``action_results`` map ``(objname, method)`` to a value, an exception instance (raised) or
+    a callable (called with the same arguments as the API method). An action without an entry
+    returns ``(updates, None)`` where updates say "nothing left to save", as the conductor's
+    answer to a successful ``create``/``save`` does.
+    """
+
+    def __init__(self):
+        self.calls = []
+        self.class_results = {}
+        self.action_results = {}
+        self.backport_result = None
+
+    @staticmethod
+    def _answer(answer, *args):
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer(*args) if callable(answer) else answer
+
+    def object_class_action_versions(self, context, objname, objmethod, object_versions,
+                                     args, kwargs):
+        self.calls.append(('class', objname, objmethod, tuple(args), dict(kwargs)))
+        result = self._answer(self.class_results.get((objname, objmethod)), context, objname,
+                              objmethod, object_versions, args, kwargs)
+        if hasattr(result, 'obj_reset_changes'):
+            result._context = context  # as the RPC serializer does on the way back
+        return result
+
+    def object_action(self, context, objinst, objmethod, args, kwargs):
+        self.calls.append(('action', objinst.obj_name(), objmethod, tuple(args), dict(kwargs)))
+        key = (objinst.obj_name(), objmethod)
+        if key in self.action_results:
+            return self._answer(self.action_results[key], context, objinst, objmethod, args,
+                                kwargs)
+        return {'obj_what_changed': set()}, None
+
+    def object_backport_versions(self, context, objinst, object_versions):
+        """Record the request; answer ``backport_result`` (a primitive) as an object.
+
+        Without ``backport_result``, ``objinst`` must be an object and is backported here.
+        """
+        from minisched.objects import base as objects_base
+        name = (objinst['minisched_object.name'] if isinstance(objinst, dict)
+                else objinst.obj_name())
+        self.calls.append(('backport', name, None, (dict(object_versions),), {}))
+        if self.backport_result is not None:
+            primitive = self._answer(self.backport_result, context, objinst, object_versions)
+        else:
+            primitive = objinst.obj_to_primitive(target_version=object_versions[name],
+                                                 version_manifest=object_versions)
+        # The RPC client's serializer turns the returned primitive into an object.
+        return objects_base.MinischedObject.obj_from_primitive(primitive, context=context)
+
+    def methods(self, kind=None):
+        """``objname.method`` of each recorded call, optionally only of one ``kind``."""
+        return ['%s.%s' % (name, method) for k, name, method, _a, _kw in self.calls
+                if kind is None or k == kind]
+
+
+def fake_indirection(test_case):
+    """Install a FakeIndirectionAPI for the test's duration and return it."""
+    from minisched.objects import base as objects_base
+    fake = FakeIndirectionAPI()
+    original = objects_base.MinischedObject.indirection_api
+    objects_base.MinischedObject.indirection_api = fake
+    test_case.addCleanup(setattr, objects_base.MinischedObject, 'indirection_api', original)
+    return fake
+
+
+def fake_retry(*host_nodes, num_attempts=None):
+    """SchedulerRetries listing the (host, node) pairs already tried."""
+    from minisched.objects import compute_node
+    nodes = [compute_node.ComputeNode(host=host, hypervisor_hostname=node)
+             for host, node in host_nodes]
+    return request_spec.SchedulerRetries(
+        num_attempts=num_attempts or len(nodes) + 1,
+        hosts=compute_node.ComputeNodeList(objects=nodes))
+
+
+def fake_instance(uuid, **kw):
+    """A bare Instance as host states hold them (uuid plus whatever ``kw`` sets)."""
+    from minisched.objects import instance as instance_obj
+    return instance_obj.Instance(uuid=uuid, **kw)

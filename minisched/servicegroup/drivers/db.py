@@ -49,6 +49,8 @@ class DbDriver:
                                       initial_delay=INITIAL_REPORTING_DELAY)
 
     def is_up(self, service_ref):
+        if _get(service_ref, 'forced_down'):
+            return False  # an operator's decision, not news worth a log line (as in Nova)
         up = is_up(service_ref, self.conf.service_down_time)
         if not up:
             LOG.debug('Seems service %(binary)s on host %(host)s is down.',

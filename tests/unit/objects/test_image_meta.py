@@ -1,0 +1,87 @@
+"""ImageMeta/ImageMetaProps.from_dict: canonical values, legacy property names, traits."""
+from minisched import objects
+from tests.unit import base as test_base
+
+uuids = test_base.uuids
+
+
+def _props(**kw):
+    return objects.ImageMetaProps.from_dict(kw)
+
+
+class TestImageMetaProps(test_base.TestCase):
+
+    def test_architecture_is_canonicalised(self):
+        for given, canonical in (('x86_64', 'x86_64'), ('AMD64', 'x86_64'), ('i386', 'i686'),
+                                 ('i586', 'i686'), ('x86_32', 'i686'), ('arm64', 'aarch64'),
+                                 ('PPC64LE', 'ppc64le')):
+            self.assertEqual(canonical, _props(hw_architecture=given).hw_architecture, given)
+
+    def test_hypervisor_type_and_vm_mode_are_canonicalised(self):
+        self.assertEqual('xen', _props(img_hv_type='xapi').img_hv_type)
+        self.assertEqual('kvm', _props(img_hv_type='KVM').img_hv_type)
+        for given, canonical in (('hv', 'hvm'), ('baremetal', 'hvm'), ('pv', 'xen'),
+                                 ('HVM', 'hvm'), ('exe', 'exe')):
+            self.assertEqual(canonical, _props(hw_vm_mode=given).hw_vm_mode, given)
+
+    def test_legacy_names_map_to_current_ones(self):
+        props = _props(architecture='amd64', hypervisor_type='xapi', vm_mode='hv',
+                       hypervisor_version_requires='>=6.0')
+        self.assertEqual(('x86_64', 'xen', 'hvm', '>=6.0'),
+                         (props.hw_architecture, props.img_hv_type, props.hw_vm_mode,
+                          props.img_hv_requested_version))
+        self.assertNotIn('architecture', props.obj_to_primitive()['minisched_object.data'])
+
+    def test_current_name_wins_over_legacy_name_in_any_order(self):
+        for items in ((('hw_architecture', 'aarch64'), ('architecture', 'x86_64')),
+                      (('architecture', 'x86_64'), ('hw_architecture', 'aarch64'))):
+            self.assertEqual('aarch64', objects.ImageMetaProps.from_dict(
+                dict(items)).hw_architecture)
+
+    def test_values_are_coerced_to_field_types(self):
+        props = _props(hw_cpu_cores='4', os_require_quiesce='yes', hw_qemu_guest_agent='no')
+        self.assertEqual((4, True, False), (props.hw_cpu_cores, props.os_require_quiesce,
+                                            props.hw_qemu_guest_agent))
+
+    def test_required_traits_are_collected(self):
+        props = _props(**{'traits:HW_CPU_X86_AVX': 'required', 'traits:CUSTOM_A': 'required',
+                          'traits:CUSTOM_B': 'forbidden'})
+        self.assertEqual(['CUSTOM_A', 'HW_CPU_X86_AVX'], sorted(props.traits_required))
+
+    def test_unknown_properties_are_ignored(self):
+        props = _props(not_a_property='x', hw_disk_bus='virtio')
+        self.assertEqual({'hw_disk_bus': 'virtio'},
+                         props.obj_to_primitive()['minisched_object.data'])
+
+    def test_invalid_enum_value_is_rejected(self):
+        for name, value in (('hw_architecture', 'sparc'), ('img_hv_type', 'bhyve'),
+                            ('hw_vm_mode', 'bogus')):
+            with self.assertRaises(ValueError, msg=name):
+                _props(**{name: value})
+
+    def test_get_returns_default_for_unset_and_rejects_unknown_names(self):
+        props = _props(hw_disk_bus='scsi')
+        self.assertEqual('scsi', props.get('hw_disk_bus'))
+        self.assertEqual('ide', props.get('hw_scsi_model', 'ide'))
+        with self.assertRaises(AttributeError):
+            props.get('no_such_property')
+
+
+class TestImageMeta(test_base.TestCase):
+
+    def test_from_dict_sets_known_non_null_attributes(self):
+        image = objects.ImageMeta.from_dict({'id': uuids.image, 'name': 'cirros',
+                                             'min_ram': '128', 'size': None, 'bogus': 1,
+                                             'properties': {'architecture': 'i386'}})
+        self.assertEqual((uuids.image, 'cirros', 128), (image.id, image.name, image.min_ram))
+        self.assertNotIn('size', image)
+        self.assertEqual('i686', image.properties.hw_architecture)
+
+    def test_missing_or_null_properties_give_empty_props(self):
+        for value in ({}, {'properties': None}, None):
+            image = objects.ImageMeta.from_dict(value)
+            self.assertEqual({}, image.properties.obj_to_primitive()['minisched_object.data'])
+
+    def test_unset_properties_lazy_load_as_empty(self):
+        image = objects.ImageMeta(name='x')
+        self.assertIsNone(image.properties.get('hw_architecture'))

@@ -1,0 +1,210 @@
+"""Object versions are pinned, and older versions of an object drop the fields added later."""
+import datetime
+
+from oslo_versionedobjects import fixture as ovo_fixture
+
+from minisched import objects
+from minisched.objects import base
+from minisched.objects import fields
+from tests.unit import base as test_base
+
+uuids = test_base.uuids
+
+#: ``<VERSION>-<fingerprint of fields and remotable methods>``. A mismatch means a field or a
+#: remotable signature changed: bump the object's VERSION (and handle the old version in
+#: ``obj_make_compatible``), then copy the new value here.
+OBJECT_HASHES = {
+    'Aggregate': '1.3-40b87fad7b4bf876a5e713dc4649b9b6',
+    'AggregateList': '1.3-284437185b30c6a5da9df22f9c063fdb',
+    'BuildRequest': '1.3-c6cd434db5cbdb4d1ebb935424261377',
+    'CellMapping': '1.1-5d652928000a5bc369d79d5bde7e497d',
+    'CellMappingList': '1.1-4ee0d9efdfd681fed822da88376e04d2',
+    'ComputeNode': '1.19-6232f1f3d9f4ded6f2693ad76630e7e0',
+    'ComputeNodeList': '1.18-9d4f0c948835ee9869b22bd4d2540ded',
+    'Destination': '1.2-74854e8cfe7fe616294d93a5d189d885',
+    'Flavor': '1.2-304171f8fac00ee404c4a20828da374d',
+    'FlavorList': '1.1-4ee0d9efdfd681fed822da88376e04d2',
+    'HVSpec': '1.2-00fa498bbb38b86064da775ef9474569',
+    'HostMapping': '1.0-1441319dc4ad0abbfff131ba1fd81661',
+    'HostMappingList': '1.1-18ac2bfb8c1eb5545bed856da58a79bc',
+    'ImageMeta': '1.8-642d1b2eb3e880a367f37d72dd76162d',
+    'ImageMetaProps': '1.20-338109f5644ff7e3646fd36da195d35f',
+    'Instance': '2.4-b35bac39dc5608f18d23166f65b7a003',
+    'InstanceAction': '1.2-fefb17d3f0f89b664eb5b800c353199e',
+    'InstanceActionEvent': '1.4-3de22e3f6929146aeaaac24bb6b89922',
+    'InstanceActionEventList': '1.1-13d92fb953030cdbfee56481756e02be',
+    'InstanceActionList': '1.1-4a53826625cc280e15fae64a575e0879',
+    'InstanceFault': '1.2-eab2dc5c0aca65976dea1954de16a60a',
+    'InstanceFaultList': '1.2-f8ec07cbe3b60f5f07a8b7a06311ac0d',
+    'InstanceGroup': '1.11-fa8f92510f1ca068a1e4fda8d6d401a5',
+    'InstanceGroupList': '1.8-f09b69b902f0bd6f21ae208f2213edd5',
+    'InstanceList': '2.4-92be352ff2e7f3612800f074b2200bf9',
+    'InstanceMapping': '1.2-bc82537ca278eb17e11f7a89ad170984',
+    'RequestSpec': '1.11-93bc52eb7fecb2236d7bc113989a9fb7',
+    'SchedulerLimits': '1.0-c66f676ee4049d579b9b184e3ed4826c',
+    'SchedulerRetries': '1.1-3c9c8b16143ebbb6ad7030e999d14cc0',
+    'Selection': '1.1-548e3c2f04da2a61ceaf9c4e1589f264',
+    'Service': '1.22-57ed2355074b9bd94485676c8bd8ae40',
+    'ServiceList': '1.19-6c52cb616621c1af2415dcc11faf5c1a',
+}
+
+#: Versions of the child objects each object's fields hold (``obj_relationships``).
+OBJECT_RELATIONSHIPS = {
+    'BuildRequest': {'Instance': '2.4'},
+    'Destination': {'CellMapping': '1.1'},
+    'HostMapping': {'CellMapping': '1.1'},
+    'ImageMeta': {'ImageMetaProps': '1.20'},
+    'Instance': {'Flavor': '1.2'},
+    'InstanceMapping': {'CellMapping': '1.1'},
+    'RequestSpec': {'Destination': '1.2', 'Flavor': '1.2', 'ImageMeta': '1.8',
+                    'InstanceGroup': '1.11', 'SchedulerLimits': '1.0',
+                    'SchedulerRetries': '1.1'},
+    'SchedulerRetries': {'ComputeNodeList': '1.18'},
+    'Selection': {'SchedulerLimits': '1.0'},
+}
+
+
+def _minisched_classes():
+    """Registered classes of minisched itself (not test-only objects a test registered)."""
+    classes = {name: [cls for cls in versions if cls.__module__.startswith('minisched.')]
+               for name, versions in base.MinischedObjectRegistry.obj_classes().items()}
+    return {name: versions for name, versions in classes.items() if versions}
+
+
+def _checker(classes=None):
+    return ovo_fixture.ObjectVersionChecker(classes or _minisched_classes())
+
+
+def _explain(expected, actual):
+    lines = []
+    for name in sorted(set(expected) | set(actual)):
+        old, new = expected.get(name), actual.get(name)
+        if old is None:
+            lines.append('%s is new: add %r to the pinned values' % (name, new))
+        elif new is None:
+            lines.append('%s is gone: remove it from the pinned values' % name)
+        elif isinstance(old, str) and old.split('-')[0] == new.split('-')[0]:
+            lines.append('%s changed without a version bump (%s -> %s): bump its VERSION, '
+                         'handle the old version in obj_make_compatible, then pin the new '
+                         'value' % (name, old, new))
+        else:
+            lines.append('%s: pinned %s, now %s: update the pinned value' % (name, old, new))
+    return '\n'.join(lines)
+
+
+class TestObjectVersions(test_base.TestCase):
+
+    def test_fingerprints_match_the_pinned_versions(self):
+        expected, actual = _checker().test_hashes(OBJECT_HASHES)
+        self.assertEqual(expected, actual, 'OBJECT_HASHES:\n' + _explain(expected, actual))
+
+    def test_unbumped_field_change_is_detected(self):
+        changed = type('Service', (objects.Service,), {
+            'fields': dict(objects.Service.fields, extra=fields.StringField())})
+        expected, actual = _checker({'Service': [changed]}).test_hashes(
+            {'Service': OBJECT_HASHES['Service']})
+        self.assertEqual({'Service': OBJECT_HASHES['Service']}, expected)
+        self.assertTrue(actual['Service'].startswith('1.22-'))
+        self.assertNotEqual(expected, actual)
+
+    def test_child_object_versions_match_the_pinned_tree(self):
+        expected, actual = _checker().test_relationships(OBJECT_RELATIONSHIPS)
+        self.assertEqual(expected, actual, 'OBJECT_RELATIONSHIPS:\n' + _explain(expected, actual))
+
+    def test_every_object_backports_to_every_older_version(self):
+        _checker().test_compatibility_routines(use_manifest=True)
+
+    def test_registry_exposes_the_newest_version(self):
+        for name, classes in _minisched_classes().items():
+            self.assertIs(classes[0], getattr(objects, name), name)
+
+
+class TestMakeCompatible(test_base.TestCase):
+
+    @staticmethod
+    def _data(obj, version):
+        primitive = obj.obj_to_primitive(target_version=version)
+        assert primitive['minisched_object.version'] == version
+        return primitive['minisched_object.data']
+
+    def test_service_uuid_dropped_before_1_21(self):
+        service = objects.Service(uuid=uuids.service, host='host1', report_count=1)
+        self.assertNotIn('uuid', self._data(service, '1.20'))
+        self.assertEqual('host1', self._data(service, '1.20')['host'])
+        self.assertEqual(uuids.service, self._data(service, '1.21')['uuid'])
+
+    def test_compute_node_fields_dropped_by_version(self):
+        node = objects.ComputeNode(uuid=uuids.node, host='host1', mapped=1,
+                                   cpu_allocation_ratio=16.0, ram_allocation_ratio=1.5,
+                                   disk_allocation_ratio=1.0)
+        added_in = [('1.17', 'mapped'), ('1.16', 'disk_allocation_ratio'), ('1.15', 'uuid'),
+                    ('1.14', 'cpu_allocation_ratio'), ('1.14', 'ram_allocation_ratio')]
+        for version in ('1.13', '1.14', '1.15', '1.16', '1.17', '1.19'):
+            data = self._data(node, version)
+            for since, name in added_in:
+                present = tuple(map(int, version.split('.'))) >= tuple(
+                    map(int, since.split('.')))
+                self.assertEqual(present, name in data, '%s at %s' % (name, version))
+            self.assertEqual('host1', data['host'])
+
+    def test_selection_availability_zone_dropped_before_1_1(self):
+        selection = objects.Selection(service_host='host1', nodename='node1',
+                                      availability_zone='az1')
+        self.assertNotIn('availability_zone', self._data(selection, '1.0'))
+        self.assertEqual('az1', self._data(selection, '1.1')['availability_zone'])
+
+    def test_cell_mapping_disabled_dropped_before_1_1(self):
+        cell = objects.CellMapping(uuid=uuids.cell, name='cell1', disabled=True)
+        self.assertNotIn('disabled', self._data(cell, '1.0'))
+        self.assertTrue(self._data(cell, '1.1')['disabled'])
+
+    def test_image_signature_hash_method_dropped_before_1_13(self):
+        props = objects.ImageMetaProps(img_signature_hash_method='SHA-256')
+        self.assertNotIn('img_signature_hash_method', self._data(props, '1.12'))
+        self.assertIn('img_signature_hash_method', self._data(props, '1.13'))
+
+    def test_child_object_backported_with_the_manifest(self):
+        destination = objects.Destination(
+            host='host1', cell=objects.CellMapping(uuid=uuids.cell, disabled=False))
+        primitive = destination.obj_to_primitive(
+            target_version='1.1', version_manifest={'Destination': '1.1', 'CellMapping': '1.0'})
+        cell = primitive['minisched_object.data']['cell']
+        self.assertEqual('1.0', cell['minisched_object.version'])
+        self.assertNotIn('disabled', cell['minisched_object.data'])
+
+
+class TestPrimitives(test_base.TestCase):
+
+    def test_primitive_carries_only_set_fields_and_changes(self):
+        service = objects.Service(host='host1', report_count=3)
+        primitive = service.obj_to_primitive()
+        self.assertEqual({'minisched_object.name': 'Service',
+                          'minisched_object.namespace': 'minisched',
+                          'minisched_object.version': '1.22',
+                          'minisched_object.data': {'host': 'host1', 'report_count': 3},
+                          'minisched_object.changes': ['host', 'report_count']},
+                         dict(primitive, **{'minisched_object.changes': sorted(
+                             primitive['minisched_object.changes'])}))
+
+    def test_primitive_without_changes_omits_the_key(self):
+        service = objects.Service(host='host1')
+        service.obj_reset_changes()
+        self.assertNotIn('minisched_object.changes', service.obj_to_primitive())
+
+    def test_datetimes_are_iso8601_utc(self):
+        when = datetime.datetime(2026, 1, 2, 3, 4, 5)
+        primitive = objects.Service(last_seen_up=when).obj_to_primitive()
+        self.assertEqual('2026-01-02T03:04:05Z',
+                         primitive['minisched_object.data']['last_seen_up'])
+
+    def test_obj_to_primitive_helper_flattens_lists_and_objects(self):
+        services = objects.ServiceList(objects=[objects.Service(host='a'),
+                                                objects.Service(host='b')])
+        self.assertEqual([{'host': 'a'}, {'host': 'b'}], base.obj_to_primitive(services))
+
+    def test_obj_equal_prims_ignores_changes_and_named_fields(self):
+        one = objects.Service(host='a', report_count=1)
+        two = objects.Service(host='a', report_count=2)
+        two.obj_reset_changes()
+        self.assertFalse(base.obj_equal_prims(one, two))
+        self.assertTrue(base.obj_equal_prims(one, two, ignore=['report_count']))

@@ -1,0 +1,157 @@
+"""RequestSpec: legacy dict forms (RPC 4.0, notifications) and scheduler hints."""
+from minisched import context
+from minisched import objects
+from minisched.objects import request_spec
+from tests.unit import base as test_base
+from tests.unit import fakes
+
+uuids = test_base.uuids
+
+
+def _full_spec(ctxt):
+    spec = fakes.fake_spec(
+        memory_mb=2048, vcpus=2, root_gb=20, image_id=uuids.image,
+        image_props={'hw_architecture': 'x86_64'}, availability_zone='az1',
+        scheduler_hints={'group': [uuids.group], 'same_host': ['a', 'b']},
+        ignore_hosts=['ignored'], force_hosts=['forced'], force_nodes=['forced-node'])
+    spec.retry = request_spec.SchedulerRetries.from_dict(
+        ctxt, {'num_attempts': 2, 'hosts': [['host3', 'node3']]})
+    spec.limits = request_spec.SchedulerLimits.from_dict({'memory_mb': 3072, 'vcpu': 32})
+    spec.instance_group = fakes.fake_group(policy='affinity', members=[uuids.member],
+                                           hosts=['host4'])
+    spec.requested_destination = objects.Destination(host='host5', node='node5')
+    return spec
+
+
+class TestLegacyDicts(test_base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.ctxt = context.get_admin_context()
+
+    def test_filter_properties_have_nova_keys_and_forms(self):
+        props = _full_spec(self.ctxt).to_legacy_filter_properties_dict()
+        self.assertEqual(['ignored'], props['ignore_hosts'])
+        self.assertEqual(['forced'], props['force_hosts'])
+        self.assertEqual(['forced-node'], props['force_nodes'])
+        self.assertEqual({'num_attempts': 2, 'hosts': [['host3', 'node3']]}, props['retry'])
+        self.assertEqual({'memory_mb': 3072, 'vcpu': 32}, props['limits'])
+        self.assertEqual((True, {'host4'}, {'affinity'}, {uuids.member}),
+                         (props['group_updated'], props['group_hosts'],
+                          props['group_policies'], props['group_members']))
+        # one-element hint lists are unwrapped, as Nova's legacy dict has them
+        self.assertEqual({'group': uuids.group, 'same_host': ['a', 'b']},
+                         props['scheduler_hints'])
+        self.assertEqual('host5', props['requested_destination'].host)
+
+    def test_filter_properties_omit_unset_and_empty_values(self):
+        spec = fakes.fake_spec(ignore_hosts=[], scheduler_hints={})
+        self.assertEqual({}, spec.to_legacy_filter_properties_dict())
+
+    def test_request_spec_dict(self):
+        legacy = _full_spec(self.ctxt).to_legacy_request_spec_dict()
+        self.assertEqual(1, legacy['num_instances'])
+        self.assertEqual({'id': uuids.image, 'properties': {'hw_architecture': 'x86_64'}},
+                         legacy['image'])
+        self.assertEqual(2048, legacy['instance_type'].memory_mb)
+        self.assertEqual({'project_id': 'project1', 'user_id': 'user1',
+                          'availability_zone': 'az1', 'uuid': uuids.instance},
+                         legacy['instance_properties'])
+
+    def test_legacy_round_trip_keeps_what_the_scheduler_reads(self):
+        spec = _full_spec(self.ctxt)
+        back = request_spec.RequestSpec.from_primitives(
+            self.ctxt, spec.to_legacy_request_spec_dict(),
+            spec.to_legacy_filter_properties_dict())
+        for name in ('memory_mb', 'vcpus', 'root_gb', 'ephemeral_gb', 'swap'):
+            self.assertEqual(getattr(spec, name), getattr(back, name), name)
+        for name in ('num_instances', 'project_id', 'user_id', 'availability_zone',
+                     'instance_uuid', 'ignore_hosts', 'force_hosts', 'force_nodes',
+                     'scheduler_hints'):
+            self.assertEqual(getattr(spec, name), getattr(back, name), name)
+        self.assertEqual('x86_64', back.image.properties.hw_architecture)
+        self.assertEqual(uuids.image, back.image.id)
+        self.assertEqual(spec.retry.to_dict(), back.retry.to_dict())
+        self.assertEqual(spec.limits.to_dict(), back.limits.to_dict())
+        self.assertEqual(('affinity', ['host4'], [uuids.member]),
+                         (back.instance_group.policy, back.instance_group.hosts,
+                          back.instance_group.members))
+        self.assertEqual(['affinity'], back.instance_group.policies)
+        self.assertEqual(('host5', 'node5'), (back.requested_destination.host,
+                                              back.requested_destination.node))
+        self.assertEqual(spec.to_legacy_filter_properties_dict(),
+                         back.to_legacy_filter_properties_dict())
+
+    def test_from_primitives_wraps_scalar_hints_and_reads_flavor_dicts(self):
+        spec = request_spec.RequestSpec.from_primitives(
+            self.ctxt,
+            {'instance_type': {'memory_mb': 64, 'vcpus': 1, 'root_gb': 0, 'ephemeral_gb': 0,
+                               'swap': 0, 'flavorid': 'tiny', 'unknown': 'x'},
+             'image': {'properties': {'architecture': 'amd64'}}},
+            {'scheduler_hints': {'group': uuids.group, 'query': ['a', 'b']},
+             'limits': {'memory_mb': 96.9}})
+        self.assertEqual({'group': [uuids.group], 'query': ['a', 'b']}, spec.scheduler_hints)
+        self.assertEqual(uuids.group, spec.get_scheduler_hint('group'))
+        self.assertEqual(64, spec.memory_mb)
+        self.assertEqual(96, spec.limits.memory_mb)
+        self.assertEqual('x86_64', spec.image.properties.hw_architecture)
+        self.assertEqual(1, spec.num_instances)
+
+    def test_from_primitives_with_empty_dicts_sets_no_flavor_group_retry_or_image(self):
+        spec = request_spec.RequestSpec.from_primitives(self.ctxt, {}, {})
+        self.assertNotIn('flavor', spec)
+        self.assertIsNone(spec.instance_group)
+        self.assertIsNone(spec.retry)
+        self.assertIsNone(spec.image)
+        self.assertIsNone(spec.requested_destination)
+        self.assertEqual({}, spec.limits.to_dict())
+
+    def test_retry_from_dict_without_attempts_is_none(self):
+        self.assertIsNone(request_spec.SchedulerRetries.from_dict(self.ctxt, {}))
+        self.assertIsNone(request_spec.SchedulerRetries.from_dict(self.ctxt, {'hosts': []}))
+
+
+class TestSchedulerHint(test_base.TestCase):
+
+    def test_single_element_list_is_unwrapped(self):
+        spec = fakes.fake_spec(scheduler_hints={'group': [uuids.group]})
+        self.assertEqual(uuids.group, spec.get_scheduler_hint('group'))
+
+    def test_longer_list_is_returned_as_is(self):
+        spec = fakes.fake_spec(scheduler_hints={'same_host': ['a', 'b']})
+        self.assertEqual(['a', 'b'], spec.get_scheduler_hint('same_host'))
+
+    def test_empty_list_is_returned_as_is(self):
+        spec = fakes.fake_spec(scheduler_hints={'same_host': []})
+        self.assertEqual([], spec.get_scheduler_hint('same_host', default='d'))
+
+    def test_missing_hint_gives_the_default(self):
+        spec = fakes.fake_spec(scheduler_hints={'a': ['1']})
+        self.assertIsNone(spec.get_scheduler_hint('b'))
+        self.assertEqual('d', spec.get_scheduler_hint('b', default='d'))
+
+    def test_no_hints_at_all_gives_the_default(self):
+        spec = fakes.fake_spec()
+        spec.scheduler_hints = None
+        self.assertEqual('d', spec.get_scheduler_hint('group', 'd'))
+        del spec.scheduler_hints
+        self.assertEqual('d', spec.get_scheduler_hint('group', 'd'))
+
+
+class TestRequestSpecFields(test_base.TestCase):
+
+    def test_size_properties_read_the_flavor(self):
+        spec = fakes.fake_spec(memory_mb=1024, vcpus=3, root_gb=10, ephemeral_gb=5, swap=256)
+        self.assertEqual((1024, 3, 10, 5, 256), (spec.memory_mb, spec.vcpus, spec.root_gb,
+                                                  spec.ephemeral_gb, spec.swap))
+
+    def test_unset_optional_fields_load_as_defaults(self):
+        spec = objects.RequestSpec(flavor=fakes.fake_flavor())
+        self.assertEqual((None, None, 1, False), (spec.retry, spec.force_hosts,
+                                                  spec.num_instances, spec.is_bfv))
+        self.assertEqual(set(), spec.obj_what_changed() - {'flavor'})
+
+    def test_limits_to_dict_drops_none(self):
+        limits = request_spec.SchedulerLimits.from_dict({'vcpu': 4})
+        self.assertEqual({'vcpu': 4}, limits.to_dict())
+        self.assertIsNone(limits.memory_mb)
