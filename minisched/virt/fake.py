@@ -25,12 +25,23 @@ class FakeDriver(driver.ComputeDriver):
         super().__init__(conf)
         self.instances = {}
         self._nodes = []
+        self._sizes = (conf.fake_driver.vcpus, conf.fake_driver.memory_mb,
+                       conf.fake_driver.local_gb)
         self._spawned_once = set()
         self._lock = threading.Lock()
 
     def init_host(self, host):
         opts = self.conf.fake_driver
         self._nodes = list(opts.nodes) or ['fake-mini' if host == 'compute' else host]
+        self._sizes = (opts.vcpus, opts.memory_mb, opts.local_gb)
+        if host in opts.host_sizes:
+            try:
+                self._sizes = tuple(int(x) for x in opts.host_sizes[host].split('/'))
+                assert len(self._sizes) == 3
+            except (ValueError, AssertionError):
+                raise exception.ConfigInvalid(reason='[fake_driver] host_sizes for %s must be '
+                                              'vcpus/memory_mb/local_gb, got %r' %
+                                              (host, opts.host_sizes[host]))
 
     def get_available_nodes(self, refresh=False):
         return list(self._nodes)
@@ -49,14 +60,15 @@ class FakeDriver(driver.ComputeDriver):
         if nodename not in self._nodes:
             return {}
         opts = self.conf.fake_driver
+        vcpus, memory_mb, local_gb = self._sizes
         used = self._node_usage(nodename)
         cpu_info = {'arch': opts.cpu_arch, 'model': 'Nehalem', 'vendor': 'Intel',
                     'features': ['pge', 'clflush'],
-                    'topology': {'cores': 1, 'threads': 1, 'sockets': opts.vcpus}}
+                    'topology': {'cores': 1, 'threads': 1, 'sockets': vcpus}}
         return {
-            'vcpus': opts.vcpus,
-            'memory_mb': opts.memory_mb,
-            'local_gb': opts.local_gb,
+            'vcpus': vcpus,
+            'memory_mb': memory_mb,
+            'local_gb': local_gb,
             'vcpus_used': used['vcpus'],
             'memory_mb_used': used['memory_mb'],
             'local_gb_used': used['local_gb'],
@@ -65,7 +77,7 @@ class FakeDriver(driver.ComputeDriver):
             'hypervisor_hostname': nodename,
             'cpu_info': jsonutils.dumps(cpu_info),
             # Unlike Nova's fake (always 0), report real free disk so disk rules mean something.
-            'disk_available_least': opts.local_gb - used['local_gb'],
+            'disk_available_least': local_gb - used['local_gb'],
             'supported_instances': [(opts.cpu_arch, opts.hypervisor_type, 'hvm')],
             'numa_topology': None,
         }

@@ -1,0 +1,187 @@
+"""minisched-cluster: a working local cluster in one command.
+
+``up`` writes a config under the state directory, syncs the databases, maps the cells,
+starts the conductor, the scheduler and N fake computes and discovers them; ``demo`` does
+that, boots a batch of instances, prints where they landed and each host's usage, and
+stops everything; ``status`` lists the services; ``down`` stops a detached cluster.
+"""
+import argparse
+import os
+import sys
+import time
+
+from minisched import localcluster
+
+DEFAULT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='minisched-cluster', description=__doc__.split('\n\n')[0],
+        epilog='The databases are SQLite files under --state-dir. Without a reachable '
+               'RabbitMQ the cluster runs in one process on the in-memory fake:// transport.')
+    parser.add_argument('--state-dir', default=os.path.join(os.getcwd(), 'minisched-cluster'),
+                        help='where config, databases and logs go (default: %(default)s)')
+    parser.add_argument('--transport-url', default=os.environ.get('MINISCHED_TRANSPORT_URL',
+                                                                  DEFAULT_URL),
+                        help='RabbitMQ to use when reachable (default: %(default)s)')
+    parser.add_argument('--computes', type=int, default=3,
+                        help='number of fake computes, of mixed sizes (default: 3)')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
+    up = sub.add_parser('up', help='start the cluster (foreground until Ctrl-C, or --detach)')
+    up.add_argument('--detach', action='store_true', help='leave it running and return')
+    demo = sub.add_parser('demo', help='start, boot instances, show placement, stop')
+    demo.add_argument('--instances', type=int, default=12,
+                      help='instances to boot (default: 12)')
+    sub.add_parser('status', help='list the services of the cluster and their state')
+    sub.add_parser('down', help='stop a cluster started with up --detach')
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    if args.computes < 1:
+        _parser().error('--computes must be at least 1')
+    cluster = localcluster.LocalCluster(args.state_dir, computes=args.computes,
+                                        transport_url=args.transport_url)
+    try:
+        if args.command == 'down':
+            return _down(cluster)
+        if args.command == 'status':
+            return _status(cluster)
+        fake = not localcluster.probe_rabbit(args.transport_url)
+        if fake:
+            cluster.say('No RabbitMQ at %s: running all services in this process on the '
+                        'in-memory fake:// transport.' % _masked(args.transport_url))
+        else:
+            cluster.say('Using RabbitMQ at %s.' % _masked(args.transport_url))
+        if args.command == 'up':
+            return _up(cluster, fake, detach=args.detach)
+        return _demo(cluster, fake, args.instances)
+    except KeyboardInterrupt:
+        cluster.say('Interrupted; stopping.')
+        cluster.stop_processes()
+        return 130
+    except RuntimeError as exc:
+        sys.stderr.write('minisched-cluster: error: %s\n' % exc)
+        cluster.stop_processes()
+        return 1
+
+
+def _masked(url):
+    from minisched.objects import cell_mapping
+    return cell_mapping.mask_url(url)
+
+
+def _setup_process_config(cluster):
+    """Load the cluster's config into this process (DB access; RPC only when needed)."""
+    from minisched import config
+    from minisched.db import engines
+    from minisched import objects
+    config.parse_args(['minisched-cluster', '--config-file', cluster.config_file],
+                      init_rpc=True)
+    objects.register_all()
+    engines.configure(config.CONF)
+    return config.CONF
+
+
+def _start(cluster, fake):
+    cluster.write_config(fake=fake)
+    if fake:
+        sizes = ','.join('%s:%d/%d/%d' % (name, *size) for name, size in zip(
+            cluster.compute_names(), localcluster._cycle(localcluster.COMPUTE_SIZES,
+                                                         cluster.computes)))
+        with open(cluster.config_file, 'a') as handle:
+            handle.write('[fake_driver]\nhost_sizes = %s\n' % sizes)
+    cluster.prepare_databases()
+    conf = _setup_process_config(cluster)
+    cluster.say('Starting conductor, scheduler and %d compute(s)...' % cluster.computes)
+    if fake:
+        launcher = _start_in_process(conf, cluster)
+    else:
+        launcher = None
+        cluster.start_processes()
+    cluster.wait_until_up()
+    out = cluster.manage('cell', 'discover_hosts', '--verbose')
+    mapped = sum(1 for line in out.splitlines() if line.startswith('Creating host mapping'))
+    cluster.say('Discovered %d new compute host(s).' % mapped)
+    return conf, launcher
+
+
+def _start_in_process(conf, cluster):
+    """All services in this process (fake:// only exists inside one process)."""
+    from oslo_service import service as oslo_service
+
+    from minisched.compute import manager as compute_manager
+    from minisched.conductor import manager as conductor_manager
+    from minisched.scheduler import manager as scheduler_manager
+    from minisched import service
+    launcher = oslo_service.ServiceLauncher(conf)
+    launcher.launch_service(service.Service.create(
+        conf, 'minisched-conductor', 'conductor', conductor_manager.ConductorManager))
+    launcher.launch_service(service.Service.create(
+        conf, 'minisched-scheduler', 'scheduler', scheduler_manager.SchedulerManager))
+    for name in cluster.compute_names():
+        launcher.launch_service(service.Service.create(
+            conf, 'minisched-compute', 'compute', compute_manager.ComputeManager, host=name))
+    return launcher
+
+
+def _stop(cluster, launcher):
+    cluster.say('Stopping the cluster...')
+    if launcher is not None:
+        launcher.stop()
+    else:
+        cluster.stop_processes()
+    cluster.say('Stopped.')
+
+
+def _up(cluster, fake, detach):
+    conf, launcher = _start(cluster, fake)
+    if detach and launcher is None:
+        cluster.say('Cluster running; config %s. Stop it with: minisched-cluster --state-dir '
+                    '%s down' % (cluster.config_file, cluster.state_dir))
+        return 0
+    if detach:
+        cluster.say('--detach needs RabbitMQ (fake:// lives in this process); running in '
+                    'the foreground.')
+    cluster.say('Cluster running; config %s. Ctrl-C stops it.' % cluster.config_file)
+    try:
+        while True:
+            time.sleep(1)
+            if launcher is None:
+                cluster._check_alive()
+    finally:
+        _stop(cluster, launcher)
+
+
+def _demo(cluster, fake, count):
+    conf, launcher = _start(cluster, fake)
+    try:
+        from minisched.cmd import demo
+        ok = demo.run(conf, cluster.say, count)
+    finally:
+        _stop(cluster, launcher)
+    return 0 if ok else 1
+
+
+def _status(cluster):
+    if not os.path.exists(cluster.config_file):
+        sys.stderr.write('minisched-cluster: no cluster under %s\n' % cluster.state_dir)
+        return 1
+    sys.stdout.write(cluster.manage('service', 'list'))
+    return 0
+
+
+def _down(cluster):
+    pids = cluster.saved_pids()
+    if not pids:
+        cluster.say('No detached cluster is running under %s.' % cluster.state_dir)
+        return 0
+    cluster.stop_processes(pids)
+    cluster.say('Stopped %d service(s).' % len(pids))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

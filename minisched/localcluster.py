@@ -1,0 +1,213 @@
+"""A local minisched cluster in one command: config, databases, cells, services, a demo.
+
+With a reachable RabbitMQ (probed with pika) the conductor, the scheduler and N fake
+computes of mixed sizes run as real child processes on it; without one, everything runs in
+this one process on oslo.messaging's in-memory ``fake://`` transport. The databases are the
+embedded SQLite default under the state directory in both cases.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+
+#: (vcpus, memory_mb, local_gb) of the fake computes, cycled: mixed sizes.
+COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
+#: Flavors the demo boots, cycled: (name, memory_mb, vcpus, root_gb).
+DEMO_FLAVORS = (('m1.small', 2048, 1, 20), ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80))
+SERVICES_FILE = 'cluster.json'
+
+
+def probe_rabbit(url, timeout=2.0):
+    """True when an AMQP broker accepts a connection at ``url`` (a rabbit:// URL)."""
+    import pika
+    parsed = urllib.parse.urlsplit(url.split(',')[0])
+    credentials = pika.PlainCredentials(urllib.parse.unquote(parsed.username or 'guest'),
+                                        urllib.parse.unquote(parsed.password or 'guest'))
+    vhost = urllib.parse.unquote(parsed.path[1:]) if len(parsed.path) > 1 else '/'
+    params = pika.ConnectionParameters(host=parsed.hostname or '127.0.0.1',
+                                       port=parsed.port or 5672, virtual_host=vhost,
+                                       credentials=credentials, socket_timeout=timeout,
+                                       blocked_connection_timeout=timeout,
+                                       connection_attempts=1, stack_timeout=timeout)
+    try:
+        pika.BlockingConnection(params).close()
+        return True
+    except Exception:
+        return False
+
+
+class LocalCluster:
+    """Files and processes of one local cluster under ``state_dir``."""
+
+    def __init__(self, state_dir, computes=3, transport_url=None, out=None):
+        self.state_dir = os.path.abspath(state_dir)
+        self.computes = computes
+        self.transport_url = transport_url
+        self.out = out or sys.stdout
+        self.config_file = os.path.join(self.state_dir, 'minisched.conf')
+        self.procs = {}
+
+    def say(self, message):
+        self.out.write(message + '\n')
+        self.out.flush()
+
+    # -- configuration --------------------------------------------------------------------
+
+    def compute_names(self):
+        return ['compute%d' % (i + 1) for i in range(self.computes)]
+
+    def write_config(self, fake=False):
+        os.makedirs(self.state_dir, exist_ok=True)
+        lines = [
+            '[DEFAULT]',
+            'state_path = %s' % self.state_dir,
+            'transport_url = %s' % ('fake://' if fake else self.transport_url),
+            'report_interval = 2',
+            'service_down_time = 10',
+            'periodic_fuzzy_delay = 0',
+            'update_resources_interval = 10',
+            'reserved_host_memory_mb = 512',
+            '[conductor]',
+            'workers = 1',
+            '[scheduler]',
+            'workers = 1',
+            'discover_hosts_in_cells_interval = -1',
+        ]
+        self._write(self.config_file, lines)
+        for name, (vcpus, memory_mb, local_gb) in zip(self.compute_names(),
+                                                      _cycle(COMPUTE_SIZES, self.computes)):
+            self._write(self.compute_config(name), [
+                '[DEFAULT]', 'host = %s' % name, '[fake_driver]', 'vcpus = %d' % vcpus,
+                'memory_mb = %d' % memory_mb, 'local_gb = %d' % local_gb])
+
+    def compute_config(self, name):
+        return os.path.join(self.state_dir, '%s.conf' % name)
+
+    @staticmethod
+    def _write(path, lines):
+        with open(path, 'w') as handle:
+            handle.write('\n'.join(lines) + '\n')
+
+    def manage(self, *args, check=True):
+        """Run ``minisched-manage`` against this cluster's config; returns its output."""
+        cmd = [sys.executable, '-m', 'minisched.cmd.manage', '--config-file', self.config_file]
+        result = subprocess.run(cmd + list(args), capture_output=True, text=True)
+        if check and result.returncode != 0:
+            raise RuntimeError('minisched-manage %s failed (%d): %s' % (
+                ' '.join(args), result.returncode, result.stderr.strip()[-2000:]))
+        return result.stdout
+
+    def prepare_databases(self):
+        self.say('Syncing the API and cell databases and mapping cells...')
+        self.manage('api_db', 'sync')
+        self.manage('db', 'sync')
+        self.manage('cell', 'simple_cell_setup')
+
+    # -- processes ------------------------------------------------------------------------
+
+    def _spawn(self, name, binary, extra_config=None):
+        log = open(os.path.join(self.state_dir, '%s.log' % name), 'ab')
+        cmd = [sys.executable, '-m', 'minisched.cmd.%s' % binary, '--config-file',
+               self.config_file]
+        if extra_config:
+            cmd += ['--config-file', extra_config]
+        self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+
+    def start_processes(self):
+        self._spawn('conductor', 'conductor')
+        self._spawn('scheduler', 'scheduler')
+        for name in self.compute_names():
+            self._spawn(name, 'compute', self.compute_config(name))
+        self._save_pids()
+
+    def _save_pids(self):
+        with open(os.path.join(self.state_dir, SERVICES_FILE), 'w') as handle:
+            json.dump({name: proc.pid for name, proc in self.procs.items()}, handle)
+
+    def wait_until_up(self, timeout=90):
+        """Poll the service records, printing which services are up and which wait."""
+        from minisched.cmd.manage import ServiceCommands  # noqa: F401 (import check)
+        expected = ['conductor', 'scheduler'] + self.compute_names()
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            self._check_alive()
+            up = self._up_services()
+            status = ', '.join('%s %s' % (name, 'up' if name in up else 'waiting')
+                               for name in expected)
+            if status != last:
+                self.say('  services: %s' % status)
+                last = status
+            if all(name in up for name in expected):
+                return
+            time.sleep(0.5)
+        raise RuntimeError('services not up after %d s; logs are in %s' % (timeout,
+                                                                          self.state_dir))
+
+    def _check_alive(self):
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise RuntimeError('%s exited with status %s; see %s' % (
+                    name, proc.returncode, os.path.join(self.state_dir, name + '.log')))
+
+    def _up_services(self):
+        from minisched import context
+        from minisched import objects
+        from minisched import servicegroup
+        from minisched.config import CONF
+        group = servicegroup.API(CONF)
+        up = set()
+        for svc in objects.ServiceList.get_all(context.get_admin_context()):
+            if group.service_is_up(svc):
+                up.add(svc.binary.replace('minisched-', '') if svc.binary != 'minisched-compute'
+                       else svc.host)
+        return up
+
+    def stop_processes(self, pids=None):
+        pids = pids or {name: proc.pid for name, proc in self.procs.items()}
+        for name in sorted(pids, key=lambda n: n.startswith('compute'), reverse=True):
+            try:
+                os.kill(pids[name], signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+        deadline = time.monotonic() + 15
+        for name, pid in pids.items():
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+        path = os.path.join(self.state_dir, SERVICES_FILE)
+        if os.path.exists(path):
+            os.unlink(path)
+
+    def saved_pids(self):
+        path = os.path.join(self.state_dir, SERVICES_FILE)
+        if not os.path.exists(path):
+            return {}
+        with open(path) as handle:
+            return json.load(handle)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        waited, _status = os.waitpid(pid, os.WNOHANG)
+        return waited == 0
+    except ChildProcessError:
+        return True
+
+
+def _cycle(items, count):
+    return [items[i % len(items)] for i in range(count)]
