@@ -35,7 +35,9 @@ MAIN = 'main'
 API = 'api'
 
 #: Engine options used until ``configure()`` is called (URLs given explicitly, e.g. by tests).
-_DEFAULT_OPTIONS = {'sqlite_fk': True, 'mysql_sql_mode': 'TRADITIONAL'}
+#: ``thread_checkin`` off: oslo.db's sleep(0) on every connection check-in costs milliseconds
+#: on a busy machine and the scheduler checks in twice per refresh.
+_DEFAULT_OPTIONS = {'sqlite_fk': True, 'mysql_sql_mode': 'TRADITIONAL', 'thread_checkin': False}
 
 _POOL_OPTIONS = ('sqlite_synchronous', 'max_pool_size', 'max_overflow', 'pool_timeout',
                  'connection_recycle_time', 'max_retries', 'retry_interval',
@@ -95,13 +97,27 @@ def _check_allowed():
     raise exception.DBNotAllowed(binary=binary)
 
 
+#: Seconds to wait for a database server to accept a connection before giving up.
+CONNECT_TIMEOUT = 10
+
+
 def _engine_options(url, database):
     options = dict(_options[database])
-    if sa_url.make_url(url).get_backend_name() == 'sqlite':
+    parsed = sa_url.make_url(url)
+    if parsed.get_backend_name() == 'sqlite':
         # SQLite files get a NullPool, which rejects queue-pool arguments (oslo.db only
         # removes max_pool_size and max_overflow, not pool_timeout).
         for name in _QUEUE_POOL_OPTIONS:
             options.pop(name, None)
+    elif 'connect_timeout' not in parsed.query:
+        # A cell whose server is down must fail a query quickly, not hang the scheduler.
+        params = options.get('connection_parameters') or ''
+        options['connection_parameters'] = '&'.join(
+            p for p in (params, 'connect_timeout=%d' % CONNECT_TIMEOUT) if p)
+    if url not in _urls.values():
+        # Other cells' databases: no blocking connection test at creation; a cell that is
+        # down shows up as an error of the query that needed it.
+        options['max_retries'] = 0
     return options
 
 
@@ -125,30 +141,19 @@ SQLITE_BUSY_TIMEOUT_MS = 30000
 def _harden_sqlite(engine):
     """Make the embedded SQLite default safe for several service processes at once.
 
-    WAL lets readers (the scheduler) run while a writer (the conductor) commits; every
-    transaction starts with BEGIN IMMEDIATE so that two read-then-write transactions cannot
-    deadlock on lock upgrade (SQLite answers that with an immediate "database is locked");
-    waiting writers queue for up to ``SQLITE_BUSY_TIMEOUT_MS``.
+    WAL lets readers (the scheduler) run while a writer (the conductor) commits, and waiting
+    writers queue for up to ``SQLITE_BUSY_TIMEOUT_MS``. What a busy timeout cannot cure (a
+    read-then-write transaction whose snapshot another writer made stale gets "database is
+    locked" at once) is retried whole by ``minisched.db.utils.writer``.
     """
     @sa.event.listens_for(engine, 'connect')
     def _on_connect(dbapi_connection, connection_record):
         cursor = dbapi_connection.cursor()
         if engine.url.database not in (None, '', ':memory:'):
             cursor.execute('PRAGMA journal_mode=WAL')
+            cursor.execute('PRAGMA synchronous=NORMAL')  # durable at checkpoints, in WAL
         cursor.execute('PRAGMA busy_timeout=%d' % SQLITE_BUSY_TIMEOUT_MS)
         cursor.close()
-
-    # oslo.db emits a plain (deferred) BEGIN from its own "begin" listener; replace it. Ours
-    # keeps oslo.db's transaction marker, which its commit/rollback listeners clear.
-    for listener in list(engine.dispatch.begin):
-        if getattr(listener, '__name__', '') == '_sqlite_emit_begin':
-            sa.event.remove(engine, 'begin', listener)
-
-    @sa.event.listens_for(engine, 'begin')
-    def _on_begin(connection):
-        if 'in_transaction' not in connection.info:
-            connection.exec_driver_sql('BEGIN IMMEDIATE')
-            connection.info['in_transaction'] = True
 
 
 def main_engine(context=None):

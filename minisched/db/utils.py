@@ -113,18 +113,25 @@ def match(column, expected):
 
 # -- transactions and errors --------------------------------------------------------------------
 
+def _is_sqlite_busy(error):
+    """SQLite's "database is locked": a concurrent writer won; the transaction can rerun."""
+    return 'database is locked' in str(error)
+
+
 def writer(func):
-    """Retry a write function (its whole transaction) when the database reports a deadlock."""
-    return oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True)(func)
+    """Retry a write function (its whole transaction) when the database reports a deadlock
+    or, on SQLite, a lock conflict."""
+    return oslo_db_api.wrap_db_retry(max_retries=10, retry_on_deadlock=True,
+                                     exception_checker=_is_sqlite_busy)(func)
 
 
 def _is_duplicate(error):
-    return isinstance(error, db_exc.DBDuplicateEntry)
+    return isinstance(error, db_exc.DBDuplicateEntry) or _is_sqlite_busy(error)
 
 
 def upserter(func):
     """Like ``writer``, and also retry when a concurrent insert of the same key won the race."""
-    return oslo_db_api.wrap_db_retry(max_retries=5, retry_on_deadlock=True,
+    return oslo_db_api.wrap_db_retry(max_retries=10, retry_on_deadlock=True,
                                      exception_checker=_is_duplicate)(func)
 
 

@@ -8,6 +8,7 @@ cluster costs two indexed queries. A full re-read happens at start-up and every
 from the computes' fanout casts, aggregates from the API's.
 """
 import collections
+from concurrent import futures
 import datetime
 import logging
 import threading
@@ -19,6 +20,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from minisched import context as ms_context
+from minisched.db.api import api as api_db
 from minisched.db.main import api as db
 from minisched import exception
 from minisched.objects import aggregate as aggregate_obj
@@ -40,6 +42,8 @@ LOCAL_CELL_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, 'minisched:local-cell'))
 FULL_RESYNC_SECONDS = 60
 #: Rows committed slightly out of order are caught by re-reading this far back.
 SKEW = datetime.timedelta(seconds=2)
+#: Seconds to wait for one cell's rows before skipping it for this refresh.
+CELL_TIMEOUT_SECONDS = 60
 #: After this long without a newer compute node record, a host's in-memory consumption is
 #: dropped (the build it stood for never reached the compute).
 CONSUMPTION_TTL_SECONDS = 120
@@ -109,6 +113,11 @@ class HostManager:
         self._instance_lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._cell_sync = {}
+        self._down_cells = {}                          # cell uuid -> when it failed
+        self._host_cells = {}                          # mapped host -> cell uuid
+        self._host_cells_since = None
+        self._unmapped_warned = set()
+        self._mappings_dirty = True
         self.cells = None
         self.enabled_cells = None
         self._initialized = False
@@ -190,31 +199,71 @@ class HostManager:
     # -- refresh -----------------------------------------------------------------------
 
     def refresh(self, context, full=False):
-        """Bring host states up to date with the cell databases (incrementally by default)."""
+        """Bring host states up to date with the cell databases (incrementally by default).
+
+        Each cell's rows are read concurrently with a per-cell timeout; a cell that fails or
+        times out is logged, its hosts are left out of scheduling until it answers again, and
+        the others go on.
+        """
         start = time.monotonic()
         with self._refresh_lock:
-            for cell in self.cells:
-                with ms_context.target_cell(context, cell) as cctxt:
-                    try:
-                        self._refresh_cell(cctxt, cell, full)
-                    except Exception:
-                        LOG.exception('Could not refresh host states of cell %s; its hosts '
-                                      'keep their last known state', _cell_name(cell))
+            now = time.monotonic()
+            results = self._scatter_gather(context, full, now)
+            self._refresh_host_mappings(context, full or self._host_cells_since is None)
+            for cell_uuid, (fetched, error) in results.items():
+                if error is not None:
+                    self._mark_cell_down(cell_uuid, error)
+                    continue
+                self._down_cells.pop(cell_uuid, None)
+                self._apply_cell(cell_uuid, *fetched, now=now)
+            self._expire_consumption()
+            self._apply_mappings()
         self.last_refresh_seconds = time.monotonic() - start
 
-    def _refresh_cell(self, cctxt, cell, full):
-        cell_uuid = cell.uuid if cell is not None else LOCAL_CELL_UUID
-        sync = self._cell_sync.setdefault(cell_uuid, {'since': None, 'full_at': 0.0})
-        now = time.monotonic()
-        full = full or sync['since'] is None or now - sync['full_at'] > FULL_RESYNC_SECONDS
-        if full:
-            services = db.service_get_all_by_binary(cctxt, COMPUTE_BINARY,
-                                                    include_disabled=True)
-            nodes = db.compute_node_get_all(cctxt)
-        else:
-            since = sync['since'] - SKEW
-            services = db.service_get_all_changed_since(cctxt, COMPUTE_BINARY, since)
-            nodes = db.compute_node_get_all_changed_since(cctxt, since)
+    def _scatter_gather(self, context, full, now):
+        """``{cell uuid: ((services, nodes, full), None) or (None, error)}`` for every cell."""
+        jobs = {}
+        for cell in self.cells:
+            cell_uuid = cell.uuid if cell is not None else LOCAL_CELL_UUID
+            sync = self._cell_sync.setdefault(cell_uuid, {'since': None, 'full_at': 0.0})
+            cell_full = (full or sync['since'] is None or
+                         now - sync['full_at'] > FULL_RESYNC_SECONDS)
+            jobs[cell_uuid] = (cell, sync['since'], cell_full)
+        if len(jobs) == 1:  # the common single-cell case needs no threads
+            (cell_uuid, args), = jobs.items()
+            return {cell_uuid: self._fetch_guarded(context, *args)}
+        with futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            pending = {cell_uuid: pool.submit(self._fetch_guarded, context, *args)
+                       for cell_uuid, args in jobs.items()}
+            done, _ = futures.wait(pending.values(), timeout=CELL_TIMEOUT_SECONDS)
+            return {cell_uuid: (future.result() if future in done else
+                                (None, TimeoutError('no answer in %d s' %
+                                                    CELL_TIMEOUT_SECONDS)))
+                    for cell_uuid, future in pending.items()}
+
+    def _fetch_guarded(self, context, cell, since, full):
+        try:
+            return self._fetch_cell(context, cell, since, full), None
+        except Exception as exc:
+            return None, exc
+
+    def _fetch_cell(self, context, cell, since, full):
+        with ms_context.target_cell(context, cell) as cctxt:
+            if full:
+                return (db.service_get_all_by_binary(cctxt, COMPUTE_BINARY,
+                                                     include_disabled=True),
+                        db.compute_node_get_all(cctxt), True)
+            return (db.service_get_all_changed_since(cctxt, COMPUTE_BINARY, since - SKEW),
+                    db.compute_node_get_all_changed_since(cctxt, since - SKEW), False)
+
+    def _mark_cell_down(self, cell_uuid, error):
+        if cell_uuid not in self._down_cells:
+            LOG.warning('Cell %s did not answer (%s: %s); its hosts are skipped until it '
+                        'does.', cell_uuid, type(error).__name__, error)
+        self._down_cells[cell_uuid] = time.monotonic()
+
+    def _apply_cell(self, cell_uuid, services, nodes, full, now):
+        sync = self._cell_sync[cell_uuid]
         newest = sync['since']
         for row in services:
             newest = _newest(newest, row)
@@ -239,8 +288,44 @@ class HostManager:
             for key in stale:
                 self._remove_state(key)
             sync['full_at'] = now
-        self._expire_consumption()
         sync['since'] = newest or timeutils.utcnow()
+
+    # -- host mappings: only mapped hosts are schedulable ------------------------------
+
+    def _refresh_host_mappings(self, context, full):
+        if self.cells == [None]:
+            return  # no cells mapped: every host of the local database is schedulable
+        since = None if full else self._host_cells_since - SKEW
+        started = timeutils.utcnow()
+        try:
+            found = api_db.host_mapping_get_host_cells(context, since=since)
+        except Exception as exc:
+            LOG.warning('Could not read host mappings (%s); keeping the known ones', exc)
+            return
+        if full:
+            self._mappings_dirty = self._mappings_dirty or found != self._host_cells
+            self._host_cells = found
+        elif found:
+            self._host_cells.update(found)
+            self._mappings_dirty = True
+        self._host_cells_since = started
+
+    def _apply_mappings(self):
+        """Flag the rows of mapped hosts; tell the operator about unmapped ones, once each."""
+        if not self._mappings_dirty:
+            return
+        self._mappings_dirty = False
+        local = self.cells == [None]
+        mapped = self.table.columns['mapped']
+        for (host, _node), state in self.host_state_map.items():
+            is_mapped = local or self._host_cells.get(host) == state.cell_uuid
+            mapped[state.row] = is_mapped
+            if not is_mapped and host not in self._unmapped_warned:
+                self._unmapped_warned.add(host)
+                LOG.warning('Compute host %s has no host mapping and is not schedulable. Run '
+                            '"minisched-manage cell discover_hosts" to map it.', host)
+            elif is_mapped:
+                self._unmapped_warned.discard(host)
 
     def _update_node(self, row, cell_uuid):
         host = row['host']
@@ -252,6 +337,7 @@ class HostManager:
         state = self.host_state_map.get(key)
         if state is None:
             state = self._new_host_state(row, cell_uuid)
+            self._mappings_dirty = True
             self.host_state_map[key] = state
             self._states_by_host[host].append(state)
             state.update(service=service, aggregates=self._aggregates_for(host),
@@ -287,19 +373,22 @@ class HostManager:
     # -- candidates --------------------------------------------------------------------
 
     def candidate_rows(self, spec_obj=None):
-        """Rows of the host states a request may use: enabled cells, or the requested cell."""
-        rows = self.table.rows()
+        """Rows a request may use: mapped hosts of enabled, answering cells (or of the
+        requested cell)."""
+        table = self.table
+        usable = table.active[:table.size] & table.columns['mapped'][:table.size]
+        rows = np.flatnonzero(usable)
         cell = requested_cell(spec_obj)
         if cell is not None:
-            wanted = cell.uuid
-        elif len(self.enabled_cells) == len(self.cells):
+            wanted = {cell.uuid}
+        elif len(self.enabled_cells) == len(self.cells) and not self._down_cells:
             return rows
         else:
-            wanted = {c.uuid for c in self.enabled_cells if c is not None}
-        states = self.table.states
-        keep = [row for row in rows if (states[row].cell_uuid == wanted if cell is not None
-                                        else states[row].cell_uuid in wanted)]
-        return np.asarray(keep, dtype=np.int64)
+            wanted = {c.uuid if c is not None else LOCAL_CELL_UUID for c in self.enabled_cells}
+        wanted -= set(self._down_cells)
+        states = table.states
+        return np.asarray([row for row in rows if states[row].cell_uuid in wanted],
+                          dtype=np.int64)
 
     def get_host_states(self, rows):
         states = self.table.states

@@ -23,6 +23,8 @@ INT_COLUMNS = ('total_usable_ram_mb', 'free_ram_mb', 'total_usable_disk_gb', 'di
                'failed_builds', 'hypervisor_version')
 #: Float attributes (allocation ratios), float64 columns; NaN encodes None.
 FLOAT_COLUMNS = ('ram_allocation_ratio', 'cpu_allocation_ratio', 'disk_allocation_ratio')
+#: Per-row flags kept by the HostManager (not host attributes): ``mapped`` = schedulable.
+BOOL_COLUMNS = ('mapped',)
 _NULLABLE_INTS = frozenset(['hypervisor_version'])
 _NONE_INT = -1
 
@@ -40,6 +42,8 @@ class HostStateTable:
             self.columns[name] = np.zeros(self.capacity, dtype=np.int64)
         for name in FLOAT_COLUMNS:
             self.columns[name] = np.full(self.capacity, np.nan, dtype=np.float64)
+        for name in BOOL_COLUMNS:
+            self.columns[name] = np.zeros(self.capacity, dtype=bool)
         self.columns['hypervisor_version'][:] = _NONE_INT
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
@@ -49,7 +53,7 @@ class HostStateTable:
     def _grow(self):
         new_capacity = self.capacity * 2
         for name, column in self.columns.items():
-            fill = np.nan if column.dtype == np.float64 else 0
+            fill = np.nan if column.dtype == np.float64 else column.dtype.type(0)
             grown = np.full(new_capacity, fill, dtype=column.dtype)
             grown[:self.capacity] = column
             if name == 'hypervisor_version':
@@ -74,6 +78,8 @@ class HostStateTable:
             self.columns[name][row] = 0
         for name in FLOAT_COLUMNS:
             self.columns[name][row] = np.nan
+        for name in BOOL_COLUMNS:
+            self.columns[name][row] = True
         self.columns['hypervisor_version'][row] = _NONE_INT
         self.states[row] = state
         self.active[row] = True

@@ -174,6 +174,17 @@ def host_mapping_get_all(context, cell_id=None):
         return _with_cells(conn, utils.fetch_all(conn, host_mappings, *where))
 
 
+def host_mapping_get_host_cells(context, since=None):
+    """``{host: cell uuid}`` of every mapping (created at/after ``since`` when given): what
+    the scheduler needs to know which hosts are schedulable, in one cheap query."""
+    stmt = sa.select(host_mappings.c.host, cells.c.uuid).join(
+        cells, cells.c.id == host_mappings.c.cell_id)
+    if since is not None:
+        stmt = stmt.where(utils.changed_since(host_mappings, since))
+    with _begin() as conn:
+        return {row.host: row.uuid for row in conn.execute(stmt)}
+
+
 @utils.writer
 def host_mapping_destroy(context, host):
     with _begin() as conn:
