@@ -10,13 +10,14 @@ from the computes' fanout casts, aggregates from the API's.
 import collections
 from concurrent import futures
 import datetime
+import functools
+import json
 import logging
 import threading
 import time
 import uuid
 
 import numpy as np
-from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from minisched import context as ms_context
@@ -61,6 +62,12 @@ class _HVSpec:
         return list(self._triple)
 
 
+@functools.lru_cache(maxsize=1024)
+def _hv_specs(raw):
+    """Parsed ``supported_instances`` (hosts of one kind share the string: parse it once)."""
+    return tuple(_HVSpec(t) for t in json.loads(raw or '[]'))
+
+
 class NodeRecord:
     """A compute node row with ComputeNode's attribute interface, without ovo's cost.
 
@@ -71,9 +78,8 @@ class NodeRecord:
     def __init__(self, row, conf):
         self.__dict__.update(row)
         self.stats = {k: None if v is None else str(v)
-                      for k, v in (jsonutils.loads(row['stats']) if row['stats'] else {}).items()}
-        self.supported_hv_specs = [_HVSpec(t) for t in
-                                   jsonutils.loads(row['supported_instances'] or '[]')]
+                      for k, v in (json.loads(row['stats']) if row['stats'] else {}).items()}
+        self.supported_hv_specs = _hv_specs(row['supported_instances'])
         self.pci_device_pools = row.get('pci_stats')
         for name in compute_node_obj.DEFAULT_RATIOS:
             setattr(self, name, compute_node_obj.effective_ratio(name, row[name],

@@ -8,11 +8,11 @@ once (one NumPy operation over 50,000 hosts instead of 50,000 Python calls).
 """
 import collections
 import collections.abc
+import json
 import logging
 import threading
 
 import numpy as np
-from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 LOG = logging.getLogger(__name__)
@@ -264,10 +264,10 @@ class ReadOnlyDict(collections.abc.Mapping):
 
 
 def _metrics_from_json(raw):
-    if not raw:
+    if not raw or raw == '[]':
         return []
     try:
-        items = jsonutils.loads(raw) if isinstance(raw, str) else raw
+        items = json.loads(raw) if isinstance(raw, str) else raw
         return [Metric(m['name'], m['value'], m.get('timestamp'), m.get('source'))
                 for m in items]
     except (ValueError, KeyError, TypeError):
