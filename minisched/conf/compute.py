@@ -96,9 +96,11 @@ FAKE_OPTS = [
 Node names this compute manages. Empty: one node named after ``host``.
 Several names make a baremetal-style compute with one node per name."""),
     cfg.DictOpt('host_sizes', default={}, help="""
-Per-host sizes overriding vcpus/memory_mb/local_gb, as ``host:vcpus/memory_mb/local_gb``
-pairs, e.g. ``compute1:4/8192/100,compute2:16/32768/400``. Lets several fake computes of
-different sizes share one config (and one process, as the local cluster's fallback does)."""),
+Per-host sizes overriding vcpus/memory_mb/local_gb, as
+``host:vcpus/memory_mb/local_gb`` pairs, e.g.
+``compute1:4/8192/100,compute2:16/32768/400``. Lets several fake computes of
+different sizes share one config (and one process, as the local cluster's
+fallback does)."""),
     cfg.FloatOpt('spawn_delay_seconds', default=0.0, min=0.0,
                  help='Seconds each spawn takes; for tests and demos.'),
     cfg.StrOpt('spawn_failure', default='none',

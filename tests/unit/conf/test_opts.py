@@ -41,6 +41,18 @@ class TestOpts(base.TestCase):
                         for opt in group_opts if not (opt.help or '').strip()]
         self.assertEqual([], undocumented, 'options without help text')
 
+    def test_help_lines_fit_the_sample(self):
+        # The generator wraps each help line on its own at 79 columns ('# ' included), so a
+        # longer source line comes out as a long line plus a one-word stub.
+        too_long = ['[%s] %s' % (_group_name(group), opt.dest)
+                    for group, group_opts in opts.list_opts() for opt in group_opts
+                    if any(len(line) > 77 for line in (opt.help or '').splitlines())]
+        too_long += ['[%s] (group help)' % group.name for group, _opts in opts.list_opts()
+                     if not isinstance(group, str)
+                     and any(len(line) > 77 for line in (group.help or '').splitlines())]
+        self.assertEqual([], too_long, 'wrap these help texts at 76 columns, then run '
+                                       '`tox -e genconfig`')
+
     def test_every_group_object_has_help(self):
         for group, _opts in opts.list_opts():
             if not isinstance(group, str):

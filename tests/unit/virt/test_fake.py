@@ -66,6 +66,19 @@ class TestFakeDriver(base.TestCase):
                          (cpu_info['arch'], cpu_info['model'], cpu_info['vendor']))
         self.assertEqual({'cores': 1, 'threads': 1, 'sockets': 8}, cpu_info['topology'])
 
+    def test_host_sizes_override_the_sizes_for_that_host(self):
+        sizes = {'host1': '4/2048/50', 'other': '1/1/1'}
+        res = self._driver('host1', host_sizes=sizes).get_available_resource('host1')
+        self.assertEqual((4, 2048, 50, 50), (res['vcpus'], res['memory_mb'], res['local_gb'],
+                                             res['disk_available_least']))
+        res = self._driver('host2', host_sizes=sizes).get_available_resource('host2')
+        self.assertEqual(16, res['vcpus'])
+
+    def test_malformed_host_sizes_are_a_config_error(self):
+        for value in ('4/2048', 'a/b/c', '1/2/3/4'):
+            with self.assertRaises(exception.ConfigInvalid, msg=value):
+                self._driver('host1', host_sizes={'host1': value})
+
     def test_default_sizes(self):
         res = self._driver().get_available_resource('host1')
         self.assertEqual((16, 32768, 1024, 1000), (res['vcpus'], res['memory_mb'],
