@@ -1,0 +1,78 @@
+"""Drop hosts whose disk, after overcommit, cannot hold the flavor (Nova's classic DiskFilter).
+
+The request is ``1024 * (root_gb + ephemeral_gb) + swap`` MB (swap counts here although
+``consume_from_request`` does not subtract it). The host needs that much physical disk, and
+``total_mb * ratio - (total_mb - free_disk_mb)`` must hold it; ``limits['disk_gb']`` gets
+``total_mb * ratio / 1024``.
+"""
+import logging
+
+from minisched.scheduler import filters
+from minisched.scheduler.filters import utils
+
+LOG = logging.getLogger(__name__)
+_RATIO = 'disk_allocation_ratio'
+
+
+def _requested_mb(spec_obj):
+    return 1024 * (spec_obj.root_gb + spec_obj.ephemeral_gb) + spec_obj.swap
+
+
+def _passes(host_state, spec_obj, ratio_of):
+    requested = _requested_mb(spec_obj)
+    total = host_state.total_usable_disk_gb * 1024
+    if total < requested:  # an instance may not overcommit against itself
+        LOG.debug('%(host)s does not have %(req)s MB usable disk space before overcommit, '
+                  'it only has %(total)s MB.',
+                  {'host': host_state, 'req': requested, 'total': total})
+        return False
+    limit = total * ratio_of(host_state)
+    usable = limit - (total - host_state.free_disk_mb)
+    if not usable >= requested:
+        LOG.debug('%(host)s does not have %(req)s MB usable disk, it only has %(usable)s MB '
+                  'usable disk.', {'host': host_state, 'req': requested, 'usable': usable})
+        return False
+    host_state.limits['disk_gb'] = limit / 1024
+    return True
+
+
+def _rows_pass(view, spec_obj, ratios):
+    requested = _requested_mb(spec_obj)
+    total = view.column('total_usable_disk_gb') * 1024
+    usable = total * ratios - (total - view.column('free_disk_mb'))
+    return ~(total < requested) & (usable >= requested)
+
+
+class DiskFilter(filters.BaseHostFilter):
+    """Disk check with the node's ``disk_allocation_ratio``."""
+
+    RUN_ON_REBUILD = False
+    SETS_LIMITS = True
+
+    def _ratio(self, host_state):
+        return utils.node_ratio(self.conf, host_state, _RATIO)
+
+    def host_passes(self, host_state, spec_obj):
+        return _passes(host_state, spec_obj, self._ratio)
+
+    def filter_rows(self, view, spec_obj):
+        return _rows_pass(view, spec_obj, utils.node_ratio_rows(self.conf, view, _RATIO))
+
+
+class AggregateDiskFilter(filters.BaseHostFilter):
+    """Disk check with the smallest aggregate ``disk_allocation_ratio``, else the node's."""
+
+    RUN_ON_REBUILD = False
+    SETS_LIMITS = True
+
+    def _ratio(self, host_state):
+        return utils.aggregate_number(host_state, _RATIO, cast_to=float,
+                                      default=utils.node_ratio(self.conf, host_state, _RATIO))
+
+    def host_passes(self, host_state, spec_obj):
+        return _passes(host_state, spec_obj, self._ratio)
+
+    def filter_rows(self, view, spec_obj):
+        ratios = utils.per_aggregated_host(
+            view, utils.node_ratio_rows(self.conf, view, _RATIO), self._ratio)
+        return _rows_pass(view, spec_obj, ratios)

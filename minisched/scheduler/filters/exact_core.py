@@ -1,0 +1,32 @@
+"""Keep only hosts whose free vCPUs equal the flavor's exactly (baremetal-style whole nodes)."""
+import logging
+
+from minisched.scheduler import filters
+
+LOG = logging.getLogger(__name__)
+
+
+class ExactCoreFilter(filters.BaseHostFilter):
+    """Passes hosts with ``vcpus_total - vcpus_used == vcpus``; limits vCPUs to the total."""
+
+    RUN_ON_REBUILD = False
+    SETS_LIMITS = True
+
+    def host_passes(self, host_state, spec_obj):
+        if not host_state.vcpus_total:
+            # Unlike CoreFilter, an exact match cannot be assumed: fail safe.
+            LOG.warning('VCPUs not set; assuming CPU collection broken')
+            return False
+        requested = spec_obj.vcpus
+        usable = host_state.vcpus_total - host_state.vcpus_used
+        if requested != usable:
+            LOG.debug('%(host)s does not have exactly %(req)s cores of usable vcpu, it has '
+                      '%(usable)s.', {'host': host_state, 'req': requested, 'usable': usable})
+            return False
+        # The limit makes the compute claim refuse a second instance on the same node.
+        host_state.limits['vcpu'] = host_state.vcpus_total
+        return True
+
+    def filter_rows(self, view, spec_obj):
+        total = view.column('vcpus_total')
+        return (total != 0) & (total - view.column('vcpus_used') == spec_obj.vcpus)

@@ -1,0 +1,27 @@
+"""Keep only hosts whose free RAM equals the flavor's exactly (baremetal-style whole nodes)."""
+import logging
+
+from minisched.scheduler import filters
+
+LOG = logging.getLogger(__name__)
+
+
+class ExactRamFilter(filters.BaseHostFilter):
+    """Passes hosts with ``free_ram_mb == memory_mb``; limits memory to the physical total."""
+
+    RUN_ON_REBUILD = False
+    SETS_LIMITS = True
+
+    def host_passes(self, host_state, spec_obj):
+        requested = spec_obj.memory_mb
+        if requested != host_state.free_ram_mb:
+            LOG.debug('%(host)s does not have exactly %(req)s MB usable RAM, it has %(free)s '
+                      'MB.', {'host': host_state, 'req': requested,
+                              'free': host_state.free_ram_mb})
+            return False
+        # The limit makes the compute claim refuse a second instance on the same node.
+        host_state.limits['memory_mb'] = host_state.total_usable_ram_mb
+        return True
+
+    def filter_rows(self, view, spec_obj):
+        return view.column('free_ram_mb') == spec_obj.memory_mb

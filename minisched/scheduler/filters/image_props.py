@@ -1,0 +1,79 @@
+"""Keep hosts that can run the image: architecture, hypervisor type, VM mode and version.
+
+The image's ``hw_architecture`` (else ``[filter_scheduler]
+image_properties_default_architecture``), ``img_hv_type`` and ``hw_vm_mode`` are
+canonicalised; when one is set, some entry of the host's ``supported_instances`` must contain
+every set value, and ``img_hv_requested_version`` (e.g. ``>= 6.0``) must accept the host's
+``hypervisor_version`` when both are known.
+"""
+import logging
+
+import numpy as np
+from oslo_utils import versionutils
+
+from minisched.objects import fields
+from minisched.scheduler import filters
+from minisched.scheduler.filters import utils
+
+LOG = logging.getLogger(__name__)
+
+
+def _image_props(spec_obj):
+    return spec_obj.image.properties if spec_obj.image else {}
+
+
+def _supported(supported, hypervisor_version, wanted, required, versions):
+    """Nova's rule for one host; ``versions`` memoises version checks within a request."""
+    if not supported:
+        return False
+    for entry in supported:
+        if all(not value or value in entry for value in wanted):
+            # The version only matters (and can only raise) once an entry matches.
+            if not (hypervisor_version and required):
+                return True
+            if hypervisor_version not in versions:
+                versions[hypervisor_version] = utils.version_satisfies(
+                    required, versionutils.convert_version_to_str(hypervisor_version))
+            if versions[hypervisor_version]:
+                return True
+    return False
+
+
+class ImagePropertiesFilter(filters.BaseHostFilter):
+    """Passes hosts whose supported instances and version fit the image's properties."""
+
+    # A rebuild may change the image, so the host must still fit the new one.
+    RUN_ON_REBUILD = True
+    # Image properties and host capabilities do not change within a request.
+    run_filter_once_per_request = True
+
+    def _wanted(self, props):
+        default_arch = self.conf.filter_scheduler.image_properties_default_architecture
+        return (fields.Architecture.canonicalize(props.get('hw_architecture', default_arch)),
+                fields.HVType.canonicalize(props.get('img_hv_type')),
+                fields.VMMode.canonicalize(props.get('hw_vm_mode')))
+
+    def host_passes(self, host_state, spec_obj):
+        props = _image_props(spec_obj)
+        wanted = self._wanted(props)
+        if not any(wanted):
+            return True
+        passes = _supported(host_state.supported_instances, host_state.hypervisor_version,
+                            wanted, props.get('img_hv_requested_version'), {})
+        if not passes:
+            LOG.debug('%(host)s does not support the image properties %(props)s',
+                      {'host': host_state, 'props': props})
+        return passes
+
+    def filter_rows(self, view, spec_obj):
+        props = _image_props(spec_obj)
+        wanted = self._wanted(props)
+        if not any(wanted):
+            return np.ones(len(view), dtype=bool)
+        required, versions = props.get('img_hv_requested_version'), {}
+        return np.array([_supported(state.supported_instances, state.hypervisor_version,
+                                    wanted, required, versions)
+                         for state in view.states()], dtype=bool)
+
+    def is_noop(self, spec_obj):
+        return not any(self._wanted(_image_props(spec_obj)))

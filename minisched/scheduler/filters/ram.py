@@ -1,0 +1,72 @@
+"""Drop hosts whose memory, after overcommit, cannot hold the flavor (Nova's classic RamFilter).
+
+A host passes when it could hold the flavor with no overcommit at all (an instance may not
+overcommit against itself) and when ``limit - (total - free_ram_mb) >= memory_mb`` with
+``limit = total_usable_ram_mb * ratio``. The limit goes to ``limits['memory_mb']`` for the
+compute claim.
+"""
+import logging
+
+from minisched.scheduler import filters
+from minisched.scheduler.filters import utils
+
+LOG = logging.getLogger(__name__)
+_RATIO = 'ram_allocation_ratio'
+
+
+def _passes(host_state, spec_obj, ratio_of):
+    requested = spec_obj.memory_mb
+    total = host_state.total_usable_ram_mb
+    if not total >= requested:
+        LOG.debug('%(host)s does not have %(req)s MB usable ram before overcommit, it only '
+                  'has %(total)s MB.', {'host': host_state, 'req': requested, 'total': total})
+        return False
+    limit = total * ratio_of(host_state)
+    usable = limit - (total - host_state.free_ram_mb)
+    if not usable >= requested:
+        LOG.debug('%(host)s does not have %(req)s MB usable ram, it only has %(usable)s MB '
+                  'usable ram.', {'host': host_state, 'req': requested, 'usable': usable})
+        return False
+    host_state.limits['memory_mb'] = limit
+    return True
+
+
+def _rows_pass(view, requested, ratios):
+    total = view.column('total_usable_ram_mb')
+    usable = total * ratios - (total - view.column('free_ram_mb'))
+    return (total >= requested) & (usable >= requested)
+
+
+class RamFilter(filters.BaseHostFilter):
+    """RAM check with the node's ``ram_allocation_ratio``."""
+
+    RUN_ON_REBUILD = False
+    SETS_LIMITS = True
+
+    def _ratio(self, host_state):
+        return utils.node_ratio(self.conf, host_state, _RATIO)
+
+    def host_passes(self, host_state, spec_obj):
+        return _passes(host_state, spec_obj, self._ratio)
+
+    def filter_rows(self, view, spec_obj):
+        return _rows_pass(view, spec_obj.memory_mb, utils.node_ratio_rows(self.conf, view, _RATIO))
+
+
+class AggregateRamFilter(filters.BaseHostFilter):
+    """RAM check with the smallest aggregate ``ram_allocation_ratio``, else the node's."""
+
+    RUN_ON_REBUILD = False
+    SETS_LIMITS = True
+
+    def _ratio(self, host_state):
+        return utils.aggregate_number(host_state, _RATIO, cast_to=float,
+                                      default=utils.node_ratio(self.conf, host_state, _RATIO))
+
+    def host_passes(self, host_state, spec_obj):
+        return _passes(host_state, spec_obj, self._ratio)
+
+    def filter_rows(self, view, spec_obj):
+        ratios = utils.per_aggregated_host(
+            view, utils.node_ratio_rows(self.conf, view, _RATIO), self._ratio)
+        return _rows_pass(view, spec_obj.memory_mb, ratios)

@@ -1,0 +1,143 @@
+"""Helpers shared by filters: aggregate metadata lookups, per-aggregate numbers, ratios.
+
+The first four keep the names and rules of ``nova.scheduler.filters.utils``; the others
+give the per-host and vectorised forms of the same rules so both paths agree exactly.
+"""
+import collections
+import logging
+import re
+
+import numpy as np
+
+LOG = logging.getLogger(__name__)
+
+#: Rocky's built-in overcommit ratios, used when neither the node nor this service's
+#: ``[DEFAULT] *_allocation_ratio`` gives one (0.0 and None both mean "not set").
+DEFAULT_RATIOS = {'ram_allocation_ratio': 1.5, 'cpu_allocation_ratio': 16.0,
+                  'disk_allocation_ratio': 1.0}
+
+
+def aggregate_values_from_key(host_state, key_name):
+    """Set of the raw values of ``key_name`` over the host's aggregates."""
+    return {agg.metadata[key_name] for agg in host_state.aggregates
+            if key_name in agg.metadata}
+
+
+def aggregate_metadata_get_by_host(host_state, key=None):
+    """key -> set of comma-split, stripped values, over aggregates having ``key`` (or all)."""
+    metadata = collections.defaultdict(set)
+    for agg in host_state.aggregates:
+        if key is None or key in agg.metadata:
+            for name, value in agg.metadata.items():
+                metadata[name].update(part.strip() for part in value.split(','))
+    return metadata
+
+
+def validate_num_values(vals, default=None, cast_to=int, based_on=min):
+    """``default`` for no values, else ``based_on`` of the cast values (ValueError if bad)."""
+    if not vals:
+        return default
+    if len(vals) > 1:
+        LOG.info('%(num)d values found, of which the %(which)s value will be used.',
+                 {'num': len(vals), 'which': 'minimum' if based_on is min else 'maximum'})
+    return based_on([cast_to(val) for val in vals])
+
+
+def instance_uuids_overlap(host_state, uuids):
+    """True if any of ``uuids`` (one uuid or a list) is an instance on the host."""
+    if isinstance(uuids, str):
+        uuids = [uuids]
+    return bool(set(host_state.instances).intersection(uuids))
+
+
+def node_ratio(conf, host_state, name):
+    """The host's ``name`` ratio, with Nova's substitution for an unset (0.0/None) value."""
+    return getattr(host_state, name) or getattr(conf, name) or DEFAULT_RATIOS[name]
+
+
+def node_ratio_rows(conf, view, name):
+    """:func:`node_ratio` for every row of ``view`` (a float64 array)."""
+    ratios = view.column(name)
+    fallback = getattr(conf, name) or DEFAULT_RATIOS[name]
+    # NaN is None in the column; -0.0 == 0.0 is falsy in Python too.
+    return np.where((ratios != ratios) | (ratios == 0.0), fallback, ratios)
+
+
+def aggregate_number(host_state, key, default, cast_to):
+    """Min over the host's aggregates of ``key`` (as ``cast_to``), else ``default``.
+
+    An unparsable value is logged and the default used, as Nova's Aggregate* filters do.
+    """
+    values = aggregate_values_from_key(host_state, key)
+    try:
+        return validate_num_values(values, default, cast_to=cast_to)
+    except ValueError as exc:
+        LOG.warning("Could not decode %s: '%s'", key, exc)
+        return default
+
+
+def per_aggregated_host(view, base, per_host):
+    """``base`` (one value per row) with ``per_host(state)`` for hosts in any aggregate.
+
+    ``per_host`` may depend only on the host's aggregates and its ``base`` value: it is asked
+    once per distinct (aggregate objects, base value). Hosts in no aggregate are the common
+    case and keep the vectorised value untouched.
+    """
+    result = np.array(base, copy=True)
+    answers = {}
+    for index, state in enumerate(view.states()):
+        if state.aggregates:
+            key = (tuple(map(id, state.aggregates)), result[index])
+            if key not in answers:
+                answers[key] = per_host(state)
+            result[index] = answers[key]
+    return result
+
+
+def per_aggregate_set(view, answer):
+    """Vectorised form of a yes/no rule that depends only on a host's aggregates.
+
+    ``answer(state)`` is asked once per distinct list of aggregate objects (the many hosts
+    in no aggregate share one answer), so a check over 50,000 hosts costs a few calls.
+    """
+    answers = {}
+    passes = []
+    for state in view.states():
+        key = tuple(map(id, state.aggregates))
+        if key not in answers:
+            answers[key] = bool(answer(state))
+        passes.append(answers[key])
+    return np.array(passes, dtype=bool)
+
+
+# distutils' VersionPredicate/StrictVersion grammar, which Nova's ImagePropertiesFilter used.
+_COMPARISON = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([^\s,]+)\s*$')
+_STRICT_VERSION = re.compile(r'^(\d+)\.(\d+)(\.(\d+))?([ab](\d+))?$', re.ASCII)
+_COMPARE = {'<': lambda a, b: a < b, '<=': lambda a, b: a <= b, '==': lambda a, b: a == b,
+            '!=': lambda a, b: a != b, '>': lambda a, b: a > b, '>=': lambda a, b: a >= b}
+
+
+def _strict_version(text):
+    match = _STRICT_VERSION.match(text)
+    if not match:
+        raise ValueError("invalid version number '%s'" % text)
+    major, minor, patch, pre, pre_num = match.group(1, 2, 4, 5, 6)
+    numbers = (int(major), int(minor), int(patch or 0))
+    # A pre-release sorts before its release; pre-releases compare as (letter, number).
+    return numbers, pre is None, (pre, int(pre_num)) if pre else ('', 0)
+
+
+def version_satisfies(requirement, version):
+    """Whether ``version`` meets ``requirement`` such as ``">= 6.0, < 7.0"``.
+
+    :raises ValueError: on a malformed requirement or version, as distutils did.
+    """
+    if '\n' in requirement:  # "image_prop (...)" would not parse
+        raise ValueError('expected parenthesized list: %r' % requirement)
+    conditions = []
+    for part in requirement.split(','):
+        match = _COMPARISON.match(part)
+        if not match:
+            raise ValueError('bad package restriction syntax: %r' % part)
+        conditions.append((match.group(1), _strict_version(match.group(2))))
+    return all(_COMPARE[op](_strict_version(version), wanted) for op, wanted in conditions)

@@ -1,0 +1,78 @@
+"""ImagePropertiesFilter: arch / hypervisor type / VM mode / version against the host."""
+from minisched.scheduler.filters import image_props
+from tests.unit import base, fakes
+
+# (image properties, passes) against a host supporting x86_64/kvm/hvm and i686/qemu/hvm,
+# hypervisor_version 6000000 ("6.0.0")
+CASES = [
+    ({}, True),
+    ({'hw_architecture': 'x86_64'}, True),
+    ({'architecture': 'amd64'}, True),                         # legacy name, canonicalised
+    ({'hw_architecture': 'aarch64'}, False),
+    ({'img_hv_type': 'kvm'}, True),
+    ({'img_hv_type': 'QEMU'}, True),
+    ({'img_hv_type': 'xen'}, False),
+    ({'hw_vm_mode': 'hv'}, True),                              # 'hv' is hvm
+    ({'hw_vm_mode': 'xen'}, False),
+    ({'hw_architecture': 'x86_64', 'img_hv_type': 'kvm', 'hw_vm_mode': 'hvm'}, True),
+    ({'hw_architecture': 'i686', 'img_hv_type': 'kvm'}, False),   # one entry must hold all
+    ({'hw_architecture': 'i686', 'img_hv_type': 'qemu'}, True),
+    ({'img_hv_type': 'kvm', 'img_hv_requested_version': '>= 6.0'}, True),
+    ({'img_hv_type': 'kvm', 'img_hv_requested_version': '> 6.0'}, False),
+    ({'img_hv_type': 'kvm', 'img_hv_requested_version': '>= 5.0, < 7.0'}, True),
+    ({'img_hv_requested_version': '< 1.0'}, True),             # version alone: not checked
+]
+
+
+def _host(**kw):
+    values = dict(supported_instances=[['x86_64', 'kvm', 'hvm'], ['i686', 'qemu', 'hvm']],
+                  hypervisor_version=6000000)
+    values.update(kw)
+    return fakes.fake_host_state(**values)
+
+
+class TestImagePropertiesFilter(base.TestCase):
+    def test_image_table(self):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        for props, passes in CASES:
+            with self.subTest(props=props):
+                self.assertIs(passes, flt.host_passes(_host(), fakes.fake_spec(image_props=props)))
+
+    def test_host_without_supported_instances_fails_when_props_set(self):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        spec = fakes.fake_spec(image_props={'img_hv_type': 'kvm'})
+        self.assertFalse(flt.host_passes(_host(supported_instances=[]), spec))
+        self.assertTrue(flt.host_passes(_host(supported_instances=[]), fakes.fake_spec()))
+
+    def test_default_architecture(self):
+        self.flags(group='filter_scheduler', image_properties_default_architecture='aarch64')
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        self.assertFalse(flt.host_passes(_host(), fakes.fake_spec()))
+        self.assertFalse(flt.is_noop(fakes.fake_spec()))
+        spec = fakes.fake_spec(image_props={'hw_architecture': 'x86_64'})
+        self.assertTrue(flt.host_passes(_host(), spec))
+
+    def test_version_skipped_without_hypervisor_version(self):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        spec = fakes.fake_spec(image_props={'img_hv_type': 'kvm',
+                                            'img_hv_requested_version': '> 99.0'})
+        self.assertTrue(flt.host_passes(_host(hypervisor_version=None), spec))
+        self.assertTrue(flt.host_passes(_host(hypervisor_version=0), spec))
+
+    def test_bad_version_requirement_raises_like_nova(self):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        spec = fakes.fake_spec(image_props={'img_hv_type': 'kvm',
+                                            'img_hv_requested_version': '6.0'})
+        self.assertRaises(ValueError, flt.host_passes, _host(), spec)
+        spec = fakes.fake_spec(image_props={'img_hv_type': 'kvm',
+                                            'img_hv_requested_version': '>= 1.0'})
+        # 1 -> "1", not a StrictVersion
+        self.assertRaises(ValueError, flt.host_passes, _host(hypervisor_version=1), spec)
+
+    def test_noop_and_flags(self):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        self.assertTrue(flt.is_noop(fakes.fake_spec()))
+        self.assertTrue(flt.is_noop(fakes.fake_spec(image=None)))
+        self.assertFalse(flt.is_noop(fakes.fake_spec(image_props={'hw_vm_mode': 'hvm'})))
+        self.assertTrue(flt.run_filter_once_per_request)
+        self.assertTrue(flt.RUN_ON_REBUILD)
