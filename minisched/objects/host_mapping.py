@@ -1,8 +1,6 @@
 """Host mappings: which cell holds a compute host's records (API database)."""
 from minisched.db.api import api as api_db
-from minisched.objects import base
-from minisched.objects import cell_mapping
-from minisched.objects import fields
+from minisched.objects import base, cell_mapping, fields
 
 
 @base.MinischedObjectRegistry.register
@@ -56,79 +54,104 @@ class HostMappingList(base.ObjectListBase, base.MinischedObject):
                                   api_db.host_mapping_get_all(context, cell_id=cell_id))
 
 
-def _check_and_create_host_mappings(ctxt, cell_mapping, compute_nodes, status_fn):
-    """Map each node's host to ``cell_mapping``; mark the node mapped. Returns new mappings."""
+def _cell_for_db_access(cm):
+    """``cm``, or a copy whose templated ``database_connection`` is formatted for this host.
+
+    Nova formats a template URL when it loads a CellMapping; minisched stores the template and
+    formats it where a cell database is opened, against this process's ``[database]`` URL
+    (``minisched.cmd.manage_cell.format_url``, imported only when a template is present).
+    """
+    url = cm.database_connection
+    if not url or '{' not in url:
+        return cm
+    from minisched.cmd import manage_cell
+    from minisched.db import engines
+    formatted = cm.obj_clone()
+    formatted.database_connection = manage_cell.format_url(url, engines.configured_url('main'))
+    return formatted
+
+
+def _check_and_create_node_host_mappings(ctxt, cm, compute_nodes, status_fn):
+    """Map the host of each node that has no mapping yet, then mark that node mapped.
+
+    A node whose host is already mapped (the second node of a multi-node host) is not marked,
+    as in Nova, so it is checked again on every run. A mapping created meanwhile by a parallel
+    discovery raises ``HostMappingExists`` (Nova HEAD).
+    """
     from minisched import exception
-    added = []
-    for node in compute_nodes:
-        status_fn("Checking host mapping for compute host '%s': %s" % (node.host, node.uuid))
+    host_mappings = []
+    for compute in compute_nodes:
+        status_fn("Checking host mapping for compute host '%s': %s"
+                  % (compute.host, compute.uuid))
         try:
-            HostMapping.get_by_host(ctxt, node.host)
+            HostMapping.get_by_host(ctxt, compute.host)
         except exception.HostMappingNotFound:
-            status_fn("Creating host mapping for compute host '%s': %s" % (node.host,
-                                                                          node.uuid))
-            mapping = HostMapping(ctxt, host=node.host, cell_mapping=cell_mapping)
-            try:
-                mapping.create()
-            except exception.HostMappingExists:
-                # A concurrent discovery mapped it first; that is the outcome we wanted.
-                status_fn("Host '%s' was mapped concurrently" % node.host)
-            else:
-                added.append(mapping)
-            node.mapped = 1
-            node.save()
-    return added
+            status_fn("Creating host mapping for compute host '%s': %s"
+                      % (compute.host, compute.uuid))
+            host_mapping = HostMapping(ctxt, host=compute.host, cell_mapping=cm)
+            host_mapping.create()
+            host_mappings.append(host_mapping)
+            compute.mapped = 1
+            compute.save()
+    return host_mappings
 
 
-def _check_and_create_service_host_mappings(ctxt, cell_mapping, services, status_fn):
+def _check_and_create_service_host_mappings(ctxt, cm, services, status_fn):
+    """Map the host of each compute service (disabled ones included) that has no mapping."""
     from minisched import exception
-    added = []
+    host_mappings = []
     for service in services:
         try:
             HostMapping.get_by_host(ctxt, service.host)
         except exception.HostMappingNotFound:
-            status_fn("Creating host mapping for service '%s'" % service.host)
-            mapping = HostMapping(ctxt, host=service.host, cell_mapping=cell_mapping)
-            try:
-                mapping.create()
-            except exception.HostMappingExists:
-                continue
-            added.append(mapping)
-    return added
+            status_fn('Creating host mapping for service %s' % service.host)
+            host_mapping = HostMapping(ctxt, host=service.host, cell_mapping=cm)
+            host_mapping.create()
+            host_mappings.append(host_mapping)
+    return host_mappings
+
+
+def _check_and_create_host_mappings(ctxt, cm, status_fn, by_service):
+    from minisched.objects import compute_node as compute_node_obj
+    from minisched.objects import service as service_obj
+    if by_service:
+        services = service_obj.ServiceList.get_by_binary(ctxt, 'minisched-compute',
+                                                         include_disabled=True)
+        return _check_and_create_service_host_mappings(ctxt, cm, services, status_fn)
+    compute_nodes = compute_node_obj.ComputeNodeList.get_all_by_not_mapped(ctxt, 1)
+    return _check_and_create_node_host_mappings(ctxt, cm, compute_nodes, status_fn)
 
 
 def discover_hosts(ctxt, cell_uuid=None, status_fn=None, by_service=False):
-    """Map unmapped compute hosts of every cell (or of ``cell_uuid``) to their cell.
+    """Map the unmapped compute hosts of every cell (or of cell ``cell_uuid``) to their cell.
 
-    Nova's ``nova.objects.host_mapping.discover_hosts``: idempotent, and safe when two run at
-    once (a duplicate mapping counts as done). Returns the new HostMappings.
+    Nova's ``nova.objects.host_mapping.discover_hosts``, status lines included. By default the
+    cell's compute nodes with ``mapped < 1`` are examined; ``by_service`` examines its
+    ``minisched-compute`` services instead (and marks nothing). cell0 is skipped.
+
+    :param status_fn: called with each status line (e.g. ``print`` for ``--verbose``)
+    :returns: the HostMappings created (empty when there was nothing to map)
+    :raises: ``CellMappingNotFound`` for an unknown ``cell_uuid``; ``HostMappingExists`` when
+        a discovery running in parallel mapped a host between the check and the insert
     """
     from minisched import context as ms_context
-    from minisched.objects import compute_node as compute_node_obj
-    from minisched.objects import service as service_obj
     status_fn = status_fn or (lambda msg: None)
     if cell_uuid:
-        cells = [cell_mapping.CellMapping.get_by_uuid(ctxt, cell_uuid)]
+        cell_mappings = [cell_mapping.CellMapping.get_by_uuid(ctxt, cell_uuid)]
     else:
-        cells = cell_mapping.CellMappingList.get_all(ctxt)
-        status_fn('Found %s cell mappings.' % len(cells))
-    added = []
-    for cm in cells:
+        cell_mappings = cell_mapping.CellMappingList.get_all(ctxt)
+        status_fn('Found %s cell mappings.' % len(cell_mappings))
+    host_mappings = []
+    for cm in cell_mappings:
         if cm.is_cell0():
             status_fn('Skipping cell0 since it does not contain hosts.')
             continue
-        if cm.name:
+        if 'name' in cm and cm.name:
             status_fn("Getting computes from cell '%s': %s" % (cm.name, cm.uuid))
         else:
             status_fn('Getting computes from cell: %s' % cm.uuid)
-        with ms_context.target_cell(ctxt, cm) as cctxt:
-            if by_service:
-                services = service_obj.ServiceList.get_by_binary(cctxt, 'minisched-compute',
-                                                                 include_disabled=True)
-                new = _check_and_create_service_host_mappings(ctxt, cm, services, status_fn)
-            else:
-                nodes = compute_node_obj.ComputeNodeList.get_all_by_not_mapped(cctxt, 1)
-                new = _check_and_create_host_mappings(ctxt, cm, nodes, status_fn)
-        status_fn('Found %s unmapped computes in cell: %s' % (len(new), cm.uuid))
-        added.extend(new)
-    return added
+        with ms_context.target_cell(ctxt, _cell_for_db_access(cm)) as cctxt:
+            added = _check_and_create_host_mappings(cctxt, cm, status_fn, by_service)
+            status_fn('Found %s unmapped computes in cell: %s' % (len(added), cm.uuid))
+        host_mappings.extend(added)
+    return host_mappings

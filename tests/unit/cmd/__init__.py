@@ -1,0 +1,1 @@
+"""Tests of the minisched commands (minisched/cmd)."""
