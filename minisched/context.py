@@ -85,5 +85,11 @@ def target_cell(context, cell_mapping):
     cctxt = copy.copy(context)
     if cell_mapping is not None:
         cctxt.cell_uuid = cell_mapping.uuid
-        cctxt.db_connection = cell_mapping.database_connection
+        url = cell_mapping.database_connection
+        if url and '{' in url:
+            # A template (Nova's cell URL templates): fill it from this host's own URL.
+            from minisched.db import engines
+            from minisched.objects import cell_mapping as cell_mapping_obj
+            url = cell_mapping_obj.format_url(url, engines.configured_url(engines.MAIN))
+        cctxt.db_connection = url
     yield cctxt

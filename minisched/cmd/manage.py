@@ -177,7 +177,7 @@ def _category_builders():
 
 
 #: Categories implemented in ``minisched/cmd/manage_<name>.py``.
-EXTRA_CATEGORIES = ('rpc',)
+EXTRA_CATEGORIES = ('cell', 'rpc')
 
 
 def add_command_parsers(subparsers):

@@ -1,9 +1,12 @@
 """Cell mappings: where each cell's database and message bus are (API database)."""
+import logging
 import urllib.parse
 
 from minisched.db.api import api as api_db
 from minisched.objects import base
 from minisched.objects import fields
+
+LOG = logging.getLogger(__name__)
 
 CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
@@ -20,6 +23,64 @@ def mask_url(url):
             part = urllib.parse.urlunsplit(parsed._replace(netloc=netloc))
         masked.append(part)
     return ','.join(masked)
+
+
+def _parse_netloc(netloc):
+    """``user:pass@host:port`` as the template keys of one host."""
+    these = {'username': None, 'password': None, 'hostname': None, 'port': None}
+    userpass, _, hostport = netloc.rpartition('@')
+    if hostport.startswith('['):
+        end = hostport.find(']')
+        if end < 0:
+            raise ValueError('Invalid IPv6 URL')
+        these['hostname'], these['port'] = hostport[1:end], hostport[end + 1:]
+    elif ':' in hostport:
+        these['hostname'], these['port'] = hostport.split(':', 1)
+    else:
+        these['hostname'] = hostport
+    if ':' in userpass:
+        these['username'], these['password'] = userpass.split(':', 1)
+    else:
+        these['username'] = userpass
+    return these
+
+
+def format_url(template, conf_url):
+    """``template`` with its ``{...}`` fields filled from the parts of ``conf_url``.
+
+    Nova's ``CellMapping._format_url``: the keys are ``scheme``, ``username``, ``password``,
+    ``hostname``, ``port``, ``path`` (without its leading slashes), ``query`` and ``fragment``
+    of ``conf_url``; a multi-host URL (``rabbit://u:p@h1:5672,u:p@h2:5672/``) adds
+    ``username1``/``password1``/``hostname1``/``port1``, ``...2`` and so on. A part
+    ``conf_url`` lacks formats as ``None``, as in Nova. A URL without template fields comes back
+    unchanged, and so does ``template`` when ``conf_url`` is empty or the formatting fails (an
+    error is logged, as Nova does, but without a traceback).
+
+    Database URLs are formatted against the local ``[database] connection`` (minisched: or its
+    embedded default), transport URLs against ``[DEFAULT] transport_url``.
+    """
+    if not template or '{' not in template:
+        return template
+    if not conf_url:
+        LOG.error('Cell mapping URL %s is a template, but the local URL to format it with '
+                  'is not set', mask_url(template))
+        return template
+    try:
+        parts = urllib.parse.urlparse(conf_url)
+        subs = {'username': parts.username, 'password': parts.password,
+                'hostname': parts.hostname, 'port': parts.port, 'scheme': parts.scheme,
+                'query': parts.query, 'fragment': parts.fragment,
+                'path': parts.path.lstrip('/')}
+        if ',' in parts.netloc:
+            for index, netloc in enumerate(parts.netloc.split(','), start=1):
+                for key, value in _parse_netloc(netloc).items():
+                    subs['%s%i' % (key, index)] = value
+        return template.format(**subs)
+    except Exception as exc:  # logged without a traceback: the CLI prints no traces
+        LOG.error('Failed to format cell mapping URL %s: %r',
+                  mask_url(template),
+                  exc)
+        return template
 
 
 @base.MinischedObjectRegistry.register

@@ -59,15 +59,14 @@ def _cell_for_db_access(cm):
 
     Nova formats a template URL when it loads a CellMapping; minisched stores the template and
     formats it where a cell database is opened, against this process's ``[database]`` URL
-    (``minisched.cmd.manage_cell.format_url``, imported only when a template is present).
+    (:func:`minisched.objects.cell_mapping.format_url`).
     """
     url = cm.database_connection
     if not url or '{' not in url:
         return cm
-    from minisched.cmd import manage_cell
     from minisched.db import engines
     formatted = cm.obj_clone()
-    formatted.database_connection = manage_cell.format_url(url, engines.configured_url('main'))
+    formatted.database_connection = cell_mapping.format_url(url, engines.configured_url('main'))
     return formatted
 
 
