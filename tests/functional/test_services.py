@@ -1,0 +1,129 @@
+"""Service processes: registration, reports, up/down, signals, no DB in compute, bad config."""
+import signal
+
+import pytest
+import sqlalchemy as sa
+
+from tests.functional import base
+from tests.functional.fixtures import BACKENDS
+
+pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
+
+COMPUTES = {
+    'c1': {'vcpus': 4, 'memory_mb': 4096, 'local_gb': 40},
+    'c2': {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 80},
+    'c3': {'vcpus': 16, 'memory_mb': 16384, 'local_gb': 160},
+}
+#: First state report after 5 s (servicegroup INITIAL_REPORTING_DELAY), then each interval.
+FIRST_REPORT_TIMEOUT = 15
+
+
+def start_cluster(cluster, hosts=tuple(COMPUTES)):
+    cluster.start_conductor()
+    for host in hosts:
+        cluster.start_compute(host, wait=False, **COMPUTES[host])
+    cluster.wait_ready(*hosts)
+
+
+def compute_state(cluster, host):
+    return cluster.services()[('minisched-compute', host)]['state']
+
+
+def report_counts(cluster):
+    """{(topic, host): report_count}, read from the database (cheaper than a manage call)."""
+    rows = cluster.query('SELECT topic, host, report_count FROM services WHERE deleted = 0')
+    return {(row['topic'], row['host']): row['report_count'] for row in rows}
+
+
+@pytest.mark.parametrize('database', BACKENDS, indirect=True)
+def test_services_report_up_with_growing_counts(cluster):
+    start_cluster(cluster)
+    services = cluster.services()
+    binaries = sorted(binary for binary, host in services)
+    assert binaries == ['minisched-compute'] * len(COMPUTES) + ['minisched-conductor']
+    assert sorted(host for binary, host in services if binary == 'minisched-compute') == \
+        sorted(COMPUTES)
+    assert {key: row['state'] for key, row in services.items()} == \
+        {key: 'up' for key in services}
+
+    before = report_counts(cluster)
+    base.wait_for(lambda: all(count >= before[key] + 2
+                              for key, count in report_counts(cluster).items()),
+                  FIRST_REPORT_TIMEOUT, message='every report_count to grow by 2')
+    # Only a growing report_count sets last_seen_up, which keeps services up from now on.
+    assert all(row['last_seen_up'] for row in cluster.query(
+        'SELECT last_seen_up FROM services WHERE deleted = 0'))
+
+    nodes = cluster.query('SELECT host, hypervisor_hostname, vcpus, memory_mb, local_gb '
+                          'FROM compute_nodes WHERE deleted = 0')
+    assert {node.pop('host'): node for node in nodes} == {
+        host: dict(sizes, hypervisor_hostname=host) for host, sizes in COMPUTES.items()}
+
+
+def test_killed_compute_is_reported_down_after_service_down_time(cluster):
+    start_cluster(cluster, hosts=('c1', 'c2'))
+    cluster.kill('c1', signal.SIGKILL)
+    # Only missing reports tell: c1 stays up until service_down_time has passed.
+    assert compute_state(cluster, 'c1') == 'up'
+
+    base.wait_for(lambda: compute_state(cluster, 'c1') == 'down',
+                  cluster.service_down_time + 5, message='c1 to be reported down')
+    states = {key: row['state'] for key, row in cluster.services().items()}
+    assert states.pop(('minisched-compute', 'c1')) == 'down'
+    assert set(states.values()) == {'up'}
+
+
+def test_sigterm_stops_compute_cleanly(cluster):
+    start_cluster(cluster, hosts=('c1',))
+
+    assert cluster.stop('c1') == 0  # SIGKILL after STOP_TIMEOUT would give -9
+    log = cluster.log('c1')
+    assert 'Stopping minisched-compute on c1' in log
+    assert 'Traceback' not in log
+    assert ' ERROR ' not in log
+
+
+@pytest.mark.parametrize('database', ['postgresql'], indirect=True)
+def test_compute_never_opens_a_database_connection(cluster):
+    # The compute reads the same [database] connection as the conductor, so the proof must not
+    # rely on a config difference. It rests on oslo.db's pool instead: on a database server,
+    # each connection an engine opens stays open in its QueuePool (for
+    # connection_recycle_time, an hour), so any DB access by the compute would leave it
+    # holding a TCP connection to the server port. The conductor, which did the compute's
+    # DB work, is the positive control that the check sees such connections.
+    start_cluster(cluster, hosts=('c1',))
+    base.wait_for(lambda: report_counts(cluster)[('compute', 'c1')] >= 1,
+                  FIRST_REPORT_TIMEOUT, message='a first state report of c1')
+    url = sa.engine.make_url(cluster.db_url)
+    db_port = url.port or {'postgresql': 5432, 'mysql': 3306}[url.get_backend_name()]
+
+    assert db_port in base.tcp_peer_ports(cluster.processes['conductor'].pid)
+    assert db_port not in base.tcp_peer_ports(cluster.processes['c1'].pid)
+    assert 'DBNotAllowed' not in cluster.log('c1')
+    assert 'No DB access allowed' not in cluster.log('c1')
+
+
+@pytest.fixture
+def unsynced_cluster(request, tmp_path, transport_url):
+    cluster = base.Cluster(tmp_path, transport_url, 'sqlite:///%s/unused.sqlite' % tmp_path)
+    request.addfinalizer(cluster.stop_all)
+    return cluster
+
+
+@pytest.mark.parametrize('service, section, option, value', [
+    ('conductor', 'conductor', 'workers', 0),
+    ('compute', 'fake_driver', 'vcpus', 'lots'),
+    ('compute', 'DEFAULT', 'report_interval', 'soon'),
+])
+def test_bad_config_value_exits_with_one_line_naming_it(unsynced_cluster, service, section,
+                                                        option, value):
+    conf = {section: {option: value}}
+    if service == 'conductor':
+        process = unsynced_cluster.start_conductor(conf=conf, wait=False)
+    else:
+        process = unsynced_cluster.start_compute('c1', conf=conf, wait=False)
+
+    assert process.popen.wait(timeout=30) != 0
+    lines = process.log().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert option in lines[0] and section in lines[0], lines[0]
