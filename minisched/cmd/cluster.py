@@ -78,8 +78,10 @@ def _setup_process_config(cluster):
     from minisched import config
     from minisched.db import engines
     from minisched import objects
+    from oslo_log import log as logging
     config.parse_args(['minisched-cluster', '--config-file', cluster.config_file],
                       init_rpc=True)
+    logging.setup(config.CONF, 'minisched')
     objects.register_all()
     engines.configure(config.CONF)
     return config.CONF
@@ -93,6 +95,12 @@ def _start(cluster, fake):
                                                          cluster.computes)))
         with open(cluster.config_file, 'a') as handle:
             handle.write('[fake_driver]\nhost_sizes = %s\n' % sizes)
+        with open(cluster.config_file) as handle:
+            text = handle.read()
+        # In-process services log to a file, so their lines do not interleave with ours.
+        with open(cluster.config_file, 'w') as handle:
+            handle.write(text.replace('[DEFAULT]\n', '[DEFAULT]\nlog_file = %s\n' % (
+                os.path.join(cluster.state_dir, 'services.log')), 1))
     cluster.prepare_databases()
     conf = _setup_process_config(cluster)
     cluster.say('Starting conductor, scheduler and %d compute(s)...' % cluster.computes)
