@@ -1,4 +1,6 @@
 """Place an instance near or away from others: server groups, instance hints, host IP."""
+import operator
+
 import netaddr
 import numpy as np
 
@@ -96,8 +98,13 @@ class ServerGroupAntiAffinityFilter(filters.BaseHostFilter):
     def filter_rows(self, view, spec_obj):
         if self.is_noop(spec_obj):
             return np.ones(len(view), dtype=bool)
-        rule = self._rule(spec_obj)
-        return _rows(view, lambda state: self._passes(state.instances, *rule))
+        uuid, members, limit = self._rule(spec_obj)
+        instances = map(operator.attrgetter('instances'), view.states())
+        if limit == 1:  # the default: no member at all on the host
+            passes = (uuid in on_host or members.isdisjoint(on_host) for on_host in instances)
+        else:
+            passes = (self._passes(on_host, uuid, members, limit) for on_host in instances)
+        return np.fromiter(passes, dtype=bool, count=len(view))
 
     def is_noop(self, spec_obj):
         group = spec_obj.instance_group

@@ -1,6 +1,7 @@
 """Drop hosts whose compute service is disabled or has not reported within service_down_time."""
 import datetime
 import logging
+import operator
 import weakref
 
 import numpy as np
@@ -91,7 +92,7 @@ class ComputeFilter(filters.BaseHostFilter):
         states = view.states()
         facts = self._tables.setdefault(view.table, _ServiceRows())
         rows = np.asarray(view.rows)
-        facts.refresh(rows, [state.service for state in states])
+        facts.refresh(rows, list(map(operator.attrgetter('service'), states)))
         now = (timeutils.normalize_time(timeutils.utcnow()) - _EPOCH) // _MICROSECOND
         # Same float as abs(timedelta.total_seconds()): int64 -> float64 is exact here.
         recent = np.abs(now - facts.beat[rows]) / 1e6 <= self.conf.service_down_time

@@ -47,6 +47,11 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
     # Image properties and host capabilities do not change within a request.
     run_filter_once_per_request = True
 
+    def __init__(self, conf):
+        super().__init__(conf)
+        self._supported_classes = utils.ContentClasses(
+            'supported_instances', lambda value: tuple(map(tuple, value)) if value else None)
+
     def _wanted(self, props):
         default_arch = self.conf.filter_scheduler.image_properties_default_architecture
         return (fields.Architecture.canonicalize(props.get('hw_architecture', default_arch)),
@@ -68,12 +73,23 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
     def filter_rows(self, view, spec_obj):
         props = _image_props(spec_obj)
         wanted = self._wanted(props)
-        if not any(wanted):
+        if not any(wanted) or not len(view):
             return np.ones(len(view), dtype=bool)
-        required, versions = props.get('img_hv_requested_version'), {}
-        return np.array([_supported(state.supported_instances, state.hypervisor_version,
-                                    wanted, required, versions)
-                         for state in view.states()], dtype=bool)
+        # The answer depends on supported_instances and hypervisor_version only: ask it once
+        # per distinct pair (a few per cloud), not once per host.
+        classes, supported = self._supported_classes.classes(view)
+        versions, version_index = np.unique(view.column('hypervisor_version'),
+                                            return_inverse=True)
+        pairs, inverse = np.unique(classes * len(versions) + version_index.reshape(-1),
+                                   return_inverse=True)
+        required, memo = props.get('img_hv_requested_version'), {}
+        answers = []
+        for pair in pairs.tolist():
+            version = int(versions[pair % len(versions)])
+            answers.append(_supported(supported[pair // len(versions)],
+                                      None if version == -1 else version, wanted, required,
+                                      memo))
+        return np.array(answers, dtype=bool)[inverse.reshape(-1)]
 
     def is_noop(self, spec_obj):
         return not any(self._wanted(_image_props(spec_obj)))

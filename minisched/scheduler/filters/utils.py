@@ -5,7 +5,9 @@ give the per-host and vectorised forms of the same rules so both paths agree exa
 """
 import collections
 import logging
+import operator
 import re
+import weakref
 
 import numpy as np
 
@@ -84,30 +86,72 @@ def per_aggregated_host(view, base, per_host):
     case and keep the vectorised value untouched.
     """
     result = np.array(base, copy=True)
+    states = view.states()
+    aggregates = list(map(operator.attrgetter('aggregates'), states))
     answers = {}
-    for index, state in enumerate(view.states()):
-        if state.aggregates:
-            key = (tuple(map(id, state.aggregates)), result[index])
-            if key not in answers:
-                answers[key] = per_host(state)
-            result[index] = answers[key]
+    for index in np.flatnonzero(list(map(bool, aggregates))).tolist():
+        key = (tuple(map(id, aggregates[index])), result[index])
+        if key not in answers:
+            answers[key] = per_host(states[index])
+        result[index] = answers[key]
     return result
 
 
 def per_aggregate_set(view, answer):
     """Vectorised form of a yes/no rule that depends only on a host's aggregates.
 
-    ``answer(state)`` is asked once per distinct list of aggregate objects (the many hosts
-    in no aggregate share one answer), so a check over 50,000 hosts costs a few calls.
+    ``answer(state)`` is asked once per distinct list of aggregate objects: once for all the
+    hosts in no aggregate (the common case, found without a Python loop), once per aggregate
+    combination for the others.
     """
+    states = view.states()
+    aggregates = list(map(operator.attrgetter('aggregates'), states))
+    in_any = np.fromiter(map(bool, aggregates), dtype=bool, count=len(states))
+    passes = np.zeros(len(states), dtype=bool)
+    if not in_any.all():
+        passes[~in_any] = bool(answer(states[int(np.argmin(in_any))]))
     answers = {}
-    passes = []
-    for state in view.states():
-        key = tuple(map(id, state.aggregates))
+    for index in np.flatnonzero(in_any).tolist():
+        key = tuple(map(id, aggregates[index]))
         if key not in answers:
-            answers[key] = bool(answer(state))
-        passes.append(answers[key])
-    return np.array(passes, dtype=bool)
+            answers[key] = bool(answer(states[index]))
+        passes[index] = answers[key]
+    return passes
+
+
+class ContentClasses:
+    """Per-row small integers naming the content of one host attribute, across requests.
+
+    Host states replace such values on update (never mutate them), so a row is re-keyed only
+    when its attribute is another object than last time: a request pays one ``id()`` per row
+    instead of reading the content. ``refs`` keeps the objects alive so ids stay unique.
+    """
+
+    def __init__(self, attribute, content_key):
+        self.attribute, self.content_key = attribute, content_key
+        self._tables = weakref.WeakKeyDictionary()
+
+    def classes(self, view):
+        """(class per row, one value per class) for the rows of ``view``."""
+        ids, classes, refs, known = self._tables.setdefault(
+            view.table, [np.zeros(0, np.int64), np.zeros(0, np.int64), [], {}])
+        rows = np.asarray(view.rows)
+        values = list(map(operator.attrgetter(self.attribute), view.states()))
+        grow = int(rows.max(initial=-1)) + 1 - len(ids)
+        if grow > 0:
+            ids = np.concatenate([ids, np.zeros(grow, np.int64)])
+            classes = np.concatenate([classes, np.zeros(grow, np.int64)])
+            refs.extend([None] * grow)
+        current = np.fromiter(map(id, values), dtype=np.int64, count=len(values))
+        for index in np.flatnonzero(ids[rows] != current).tolist():
+            row, value = int(rows[index]), values[index]
+            key = self.content_key(value)
+            if key not in known:
+                known[key] = (len(known), value)
+            ids[row], classes[row], refs[row] = current[index], known[key][0], value
+        self._tables[view.table] = [ids, classes, refs, known]
+        return classes[rows], [value for _cls, value in sorted(known.values(),
+                                                                key=lambda item: item[0])]
 
 
 # distutils' VersionPredicate/StrictVersion grammar, which Nova's ImagePropertiesFilter used.

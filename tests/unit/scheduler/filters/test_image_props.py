@@ -1,4 +1,8 @@
 """ImagePropertiesFilter: arch / hypervisor type / VM mode / version against the host."""
+import numpy as np
+
+from minisched.scheduler import filters
+from minisched.scheduler import host_state as host_state_mod
 from minisched.scheduler.filters import image_props
 from tests.unit import base, fakes
 
@@ -76,3 +80,26 @@ class TestImagePropertiesFilter(base.TestCase):
         self.assertFalse(flt.is_noop(fakes.fake_spec(image_props={'hw_vm_mode': 'hvm'})))
         self.assertTrue(flt.run_filter_once_per_request)
         self.assertTrue(flt.RUN_ON_REBUILD)
+
+
+class TestImagePropertiesRows(base.TestCase):
+    def test_rows_follow_replaced_supported_instances(self):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        table = host_state_mod.HostStateTable(capacity=1)
+        hosts = [fakes.fake_host_state('h%d' % i, table=table, hypervisor_version=version,
+                                       supported_instances=supported)
+                 for i, (supported, version) in enumerate([
+                     ([['x86_64', 'kvm', 'hvm']], 6000000), ([['x86_64', 'kvm', 'hvm']], 5000),
+                     ([['aarch64', 'kvm', 'hvm']], 6000000), (None, None), ([], 6000000)])]
+        spec = fakes.fake_spec(image_props={'hw_architecture': 'x86_64',
+                                            'img_hv_requested_version': '>= 6.0'})
+        view = filters.RowView(table, table.rows()[::-1])
+        np.testing.assert_array_equal([False, False, False, False, True],
+                                      flt.filter_rows(view, spec))
+        # Host states get new lists on update; the cached classes must follow.
+        hosts[0].supported_instances = [['aarch64', 'qemu', 'hvm']]
+        hosts[2].supported_instances = [['x86_64', 'qemu', 'hvm']]
+        hosts[4].supported_instances = [['x86_64', 'qemu', 'hvm']]
+        expected = [flt.host_passes(hosts[row], spec) for row in view.rows]
+        self.assertEqual([True, False, True, False, False], expected)
+        np.testing.assert_array_equal(expected, flt.filter_rows(view, spec))
