@@ -45,27 +45,22 @@ def _error(message):
 class DbCommands:
     """Cell database schema."""
 
+    database = 'main'
+
     def sync(self, version=None):
-        """Upgrade the cell database schema (idempotent)."""
-        migration.db_sync(database='main', version=version)
+        """Upgrade the schema to ``version`` (default: the newest); idempotent."""
+        migration.db_sync(database=self.database, version=version)
         return 0
 
     def version(self):
-        print(migration.db_version(database='main'))
+        print(migration.db_version(database=self.database))
         return 0
 
 
-class ApiDbCommands:
+class ApiDbCommands(DbCommands):
     """API database schema."""
 
-    def sync(self, version=None):
-        """Upgrade the API database schema (idempotent)."""
-        migration.db_sync(database='api', version=version)
-        return 0
-
-    def version(self):
-        print(migration.db_version(database='api'))
-        return 0
+    database = 'api'
 
 
 class ServiceCommands:
