@@ -104,8 +104,8 @@ def check_rabbit(transport_url):
     try:
         pika.BlockingConnection(pika_parameters(transport_url)).close()
     except Exception as exc:  # pika raises many unrelated classes for "not there"
-        unavailable('RabbitMQ NOT AVAILABLE at %s (set MINISCHED_TEST_TRANSPORT_URL): %s: %s'
-                    % (_public(transport_url), type(exc).__name__, exc))
+        unavailable('RabbitMQ NOT AVAILABLE at %s (set MINISCHED_TEST_TRANSPORT_URL): %r'
+                    % (_public(transport_url), exc))
 
 
 def _rabbitmqctl(transport_url):

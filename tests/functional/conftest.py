@@ -1,4 +1,6 @@
 """Functional test setup: the fixtures of ``fixtures.py``, and service logs in failure reports."""
+import signal
+
 import pytest
 
 from tests.functional.fixtures import cluster, database, transport_url  # noqa: F401
@@ -7,6 +9,15 @@ from tests.functional.fixtures import cluster, database, transport_url  # noqa: 
 def pytest_configure(config):
     # Importing minisched's objects loads oslo.service, hence eventlet (the product's backend).
     config.addinivalue_line('filterwarnings', r'ignore:\s*Eventlet is deprecated')
+    # `timeout`, CI runners and IDEs stop pytest with SIGTERM, which skips fixture finalizers
+    # and would leave the service processes (in sessions of their own) and the session's
+    # vhost behind: make it a KeyboardInterrupt, after which pytest still tears down.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt('SIGTERM')
 
 
 @pytest.hookimpl(hookwrapper=True)
