@@ -23,12 +23,14 @@ def set_defaults(control_exchange=CONTROL_EXCHANGE):
     messaging.set_transport_defaults(control_exchange)
 
 
-def init(conf):
-    """Create the process's transports and notifier from ``conf``."""
+def init(conf, url=None):
+    """Create the process's transports and notifier from ``conf`` (``url`` overrides
+    ``transport_url``, e.g. ``fake://`` in tests)."""
     global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
-    TRANSPORT = messaging.get_rpc_transport(conf, allowed_remote_exmods=ALLOWED_EXMODS)
+    TRANSPORT = messaging.get_rpc_transport(conf, url=url,
+                                            allowed_remote_exmods=ALLOWED_EXMODS)
     NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
-        conf, allowed_remote_exmods=ALLOWED_EXMODS)
+        conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
     serializer = RequestContextSerializer(JsonPayloadSerializer())
     if not conf.oslo_messaging_notifications.driver:
         NOTIFIER = messaging.Notifier(NOTIFICATION_TRANSPORT, serializer=serializer,

@@ -1,0 +1,215 @@
+"""FilterScheduler: Nova's legacy loop, alternates, limits, forced hosts, NoValidHost.
+
+Host states come from synthetic rows (no database); every scenario runs through both the
+vectorised RowPipeline and Nova's per-host ReferencePipeline and must give the same answer.
+"""
+import random
+
+from minisched import context
+from minisched import exception
+from minisched.objects import request_spec
+from minisched import rpc
+from minisched.scheduler import filter_scheduler
+from minisched.scheduler import host_manager
+from tests.unit import base
+from tests.unit import fakes
+
+_RESOURCE_FILTERS = ['RetryFilter', 'AvailabilityZoneFilter', 'RamFilter', 'CoreFilter',
+                     'DiskFilter', 'ComputeFilter']
+
+
+class _NoRefresh(filter_scheduler.FilterScheduler):
+    """The FilterScheduler over host states filled by the test (no database)."""
+
+    def _get_all_host_candidates(self, context, spec_obj):
+        return self.pipeline.initial(context, spec_obj)
+
+
+class SchedulerTestCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # Notifications go nowhere, through oslo.messaging's in-memory transport.
+        rpc.init(self.conf, url='fake://')
+        self.addCleanup(rpc.cleanup)
+        self.flags(group='filter_scheduler', enabled_filters=_RESOURCE_FILTERS)
+        self.ctxt = context.get_admin_context()
+
+    def _scheduler(self, hosts, pipeline=filter_scheduler.RowPipeline):
+        """``hosts``: [(name, free_ram_mb, total_ram_mb)] on 8-vCPU, 100 GB nodes."""
+        fs = _NoRefresh(self.conf)
+        fs.pipeline = pipeline(fs.host_manager)
+        hm = fs.host_manager
+        for name, free_ram, total_ram in hosts:
+            state = fakes.fake_host_state(name, table=hm.table, free_ram_mb=free_ram,
+                                          total_usable_ram_mb=total_ram)
+            hm.host_state_map[(name, name)] = state
+            hm._states_by_host[name].append(state)
+        hm.cells = hm.enabled_cells = [None]
+        return fs
+
+    def _both(self, hosts, spec, uuids=None, alternates=False):
+        """Run the request through both pipelines on identical states; return one result."""
+        results = []
+        for pipeline in (filter_scheduler.RowPipeline, filter_scheduler.ReferencePipeline):
+            fs = self._scheduler(hosts, pipeline)
+            random.seed(7)
+            try:
+                selections = fs._schedule(self.ctxt, spec.obj_clone(), uuids, alternates)
+                results.append([[(s.service_host, s.limits.to_dict()) for s in sels]
+                                for sels in selections])
+            except exception.NoValidHost as exc:
+                results.append(exc.format_message())
+        self.assertEqual(results[0], results[1])
+        return results[0]
+
+
+class TestSchedule(SchedulerTestCase):
+    HOSTS = [('small', 2048, 4096), ('big', 12288, 16384), ('mid', 6144, 8192)]
+
+    def test_picks_the_host_with_most_free_ram(self):
+        result = self._both(self.HOSTS, fakes.fake_spec(memory_mb=1024))
+        self.assertEqual('big', result[0][0][0])
+
+    def test_limits_travel_with_the_selection(self):
+        result = self._both(self.HOSTS, fakes.fake_spec(memory_mb=1024))
+        self.assertEqual({'memory_mb': 24576, 'vcpu': 128, 'disk_gb': 100}, result[0][0][1])
+
+    def test_multi_instance_consumes_between_picks(self):
+        spec = fakes.fake_spec(memory_mb=8192, num_instances=2)
+        result = self._both(self.HOSTS, spec)
+        # big (12288 free) first; then big has 4096 left and mid (6144) wins.
+        self.assertEqual(['big', 'mid'], [sels[0][0] for sels in result])
+
+    def test_alternates_exclude_selected_hosts_and_respect_max_attempts(self):
+        self.flags(group='scheduler', max_attempts=3)
+        result = self._both(self.HOSTS, fakes.fake_spec(memory_mb=1024), alternates=True)
+        self.assertEqual(['big', 'mid', 'small'], [host for host, _ in result[0]])
+        self.flags(group='scheduler', max_attempts=2)
+        result = self._both(self.HOSTS, fakes.fake_spec(memory_mb=1024), alternates=True)
+        self.assertEqual(['big', 'mid'], [host for host, _ in result[0]])
+
+    def test_no_valid_host_explains_rejections_per_filter(self):
+        message = self._both(self.HOSTS, fakes.fake_spec(memory_mb=30000))
+        self.assertIn('There are not enough hosts available.', message)
+        self.assertIn('RamFilter rejected 3 of 3', message)
+
+    def test_forced_host_skips_filters_and_gets_no_limits(self):
+        spec = fakes.fake_spec(memory_mb=30000, force_hosts=['SMALL'])
+        result = self._both(self.HOSTS, spec)
+        self.assertEqual([('small', {})], result[0])
+
+    def test_forced_host_with_check_type_still_filters(self):
+        # (a rebuild would skip RamFilter: it does not run on rebuild)
+        spec = fakes.fake_spec(memory_mb=30000, force_hosts=['small'],
+                               scheduler_hints={'_nova_check_type': ['resize']})
+        self.assertIn('RamFilter', self._both(self.HOSTS, spec))
+
+    def test_ignore_hosts_is_case_insensitive(self):
+        spec = fakes.fake_spec(memory_mb=1024, ignore_hosts=['BIG'])
+        self.assertEqual('mid', self._both(self.HOSTS, spec)[0][0][0])
+
+    def test_requested_destination_narrows_to_that_host(self):
+        spec = fakes.fake_spec(memory_mb=1024)
+        spec.requested_destination = request_spec.Destination(host='small', node=None)
+        self.assertEqual('small', self._both(self.HOSTS, spec)[0][0][0])
+
+    def test_instance_uuids_are_set_on_the_spec_in_turn(self):
+        fs = self._scheduler(self.HOSTS)
+        spec = fakes.fake_spec(memory_mb=512, num_instances=1)
+        fs._schedule(self.ctxt, spec, [base.uuids.a, base.uuids.b])
+        self.assertEqual(base.uuids.b, spec.instance_uuid)
+
+    def test_group_members_are_added_to_the_chosen_hosts(self):
+        fs = self._scheduler(self.HOSTS)
+        spec = fakes.fake_spec(memory_mb=512, instance_group=fakes.fake_group())
+        fs._schedule(self.ctxt, spec, [base.uuids.a])
+        self.assertEqual(['big'], spec.instance_group.hosts)
+        big = fs.host_manager.host_state_map[('big', 'big')]
+        self.assertIn(base.uuids.a, big.instances)
+
+    def test_subset_size_picks_among_the_best(self):
+        self.flags(group='filter_scheduler', host_subset_size=2)
+        chosen = set()
+        for seed in range(20):
+            fs = self._scheduler(self.HOSTS)
+            random.seed(seed)
+            chosen.add(fs._schedule(self.ctxt, fakes.fake_spec(memory_mb=512),
+                                    None)[0][0].service_host)
+        self.assertEqual({'big', 'mid'}, chosen)
+
+    def test_failed_request_undoes_consumption_marks(self):
+        fs = self._scheduler(self.HOSTS)
+        # big fits one 12000 MB instance even after overcommit; nobody fits a second.
+        spec = fakes.fake_spec(memory_mb=12000, num_instances=3)
+        self.assertRaises(exception.NoValidHost, fs._schedule, self.ctxt, spec, None)
+        big = fs.host_manager.host_state_map[('big', 'big')]
+        self.assertIsNone(big.updated)
+        self.assertIsNone(big.consumed_at)
+
+
+class TestHostManagerInstanceInfo(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.hm = host_manager.HostManager(self.conf)
+        self.hm.cells = self.hm.enabled_cells = [None]
+        self.ctxt = context.get_admin_context()
+        self.recreated = []
+        self.hm._recreate_instance_info = lambda ctxt, host: self.recreated.append(host)
+
+    def _instances(self, *uuids):
+        from minisched.objects import instance
+        return instance.InstanceList(objects=[instance.Instance(uuid=u) for u in uuids])
+
+    def test_update_for_a_known_host_upserts(self):
+        self.hm._set_host_instances('h1', {}, False)
+        self.hm.update_instance_info(self.ctxt, 'h1', self._instances(base.uuids.a))
+        self.assertEqual({base.uuids.a}, set(self.hm._instance_info['h1']['instances']))
+        self.assertTrue(self.hm._instance_info['h1']['updated'])
+
+    def test_unknown_host_with_one_instance_is_rebuilt_from_the_db(self):
+        self.hm.update_instance_info(self.ctxt, 'h2', self._instances(base.uuids.a))
+        self.assertEqual(['h2'], self.recreated)
+
+    def test_unknown_host_with_several_instances_is_stored(self):
+        self.hm.update_instance_info(self.ctxt, 'h3', self._instances(base.uuids.a,
+                                                                      base.uuids.b))
+        self.assertEqual(2, len(self.hm._instance_info['h3']['instances']))
+        self.assertEqual([], self.recreated)
+
+    def test_delete_pops_the_instance(self):
+        self.hm._set_host_instances('h1', {base.uuids.a: None}, False)
+        self.hm.delete_instance_info(self.ctxt, 'h1', base.uuids.a)
+        self.assertEqual({}, self.hm._instance_info['h1']['instances'])
+
+    def test_sync_match_marks_updated_mismatch_rebuilds(self):
+        self.hm._set_host_instances('h1', {base.uuids.a: None}, False)
+        self.hm.sync_instance_info(self.ctxt, 'h1', [base.uuids.a])
+        self.assertTrue(self.hm._instance_info['h1']['updated'])
+        self.hm.sync_instance_info(self.ctxt, 'h1', [base.uuids.a, base.uuids.b])
+        self.assertEqual(['h1'], self.recreated)
+
+    def test_host_states_see_the_instance_dict(self):
+        state = fakes.fake_host_state('h1', table=self.hm.table)
+        self.hm._states_by_host['h1'].append(state)
+        self.hm.update_instance_info(self.ctxt, 'h1', self._instances(base.uuids.a,
+                                                                      base.uuids.b))
+        self.assertEqual({base.uuids.a, base.uuids.b}, set(state.instances))
+
+
+class TestHostManagerAggregates(base.TestCase):
+
+    def test_update_and_delete_aggregates_follow_hosts(self):
+        hm = host_manager.HostManager(self.conf)
+        state = fakes.fake_host_state('h1', table=hm.table)
+        hm._states_by_host['h1'].append(state)
+        agg = fakes.fake_aggregate(metadata={'availability_zone': 'az1'}, hosts=['h1'])
+        hm.update_aggregates([agg])
+        self.assertEqual(['az1'], [a.metadata['availability_zone'] for a in state.aggregates])
+        moved = fakes.fake_aggregate(metadata={'availability_zone': 'az1'}, hosts=['h2'])
+        hm.update_aggregates([moved])
+        self.assertEqual([], state.aggregates)
+        hm.update_aggregates([agg])
+        hm.delete_aggregate(agg)
+        self.assertEqual([], state.aggregates)

@@ -1,0 +1,123 @@
+"""HostState: updates from compute node records, consumption, and the shared column table."""
+import datetime
+
+from oslo_utils import timeutils
+
+from minisched.scheduler import host_manager
+from minisched.scheduler import host_state
+from minisched.scheduler import ironic_host_manager
+from tests.unit import base
+from tests.unit import fakes
+
+
+def _node(**kw):
+    now = timeutils.utcnow()
+    row = {'id': 1, 'uuid': base.uuids.cn1, 'service_id': 1, 'host': 'host1',
+           'hypervisor_hostname': 'node1', 'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100,
+           'vcpus_used': 2, 'memory_mb_used': 2560, 'local_gb_used': 30,
+           'hypervisor_type': 'fake', 'hypervisor_version': 1000, 'free_ram_mb': 5632,
+           'free_disk_gb': 70, 'current_workload': 0, 'running_vms': 2, 'cpu_info': '',
+           'disk_available_least': 60, 'host_ip': '10.0.0.1',
+           'supported_instances': '[["x86_64", "fake", "hvm"]]', 'metrics': '[]',
+           'pci_stats': None, 'extra_resources': None,
+           'stats': '{"num_instances": "2", "io_workload": "1", "failed_builds": "3"}',
+           'numa_topology': None, 'ram_allocation_ratio': 0.0, 'cpu_allocation_ratio': 4.0,
+           'disk_allocation_ratio': None, 'mapped': 1, 'created_at': now, 'updated_at': now,
+           'deleted_at': None, 'deleted': 0}
+    row.update(kw)
+    return row
+
+
+class TestUpdateFromComputeNode(base.TestCase):
+
+    def _state(self, **kw):
+        state = host_state.HostState('host1', 'node1', base.uuids.cell)
+        state.update(compute=host_manager.NodeRecord(_node(**kw), self.conf))
+        return state
+
+    def test_copies_resources_and_stats(self):
+        state = self._state()
+        self.assertEqual((8192, 5632, 100), (state.total_usable_ram_mb, state.free_ram_mb,
+                                             state.total_usable_disk_gb))
+        self.assertEqual((8, 2), (state.vcpus_total, state.vcpus_used))
+        self.assertEqual(30 * 1024, state.disk_mb_used)
+        self.assertEqual((2, 1, 3), (state.num_instances, state.num_io_ops,
+                                     state.failed_builds))
+        self.assertEqual([['x86_64', 'fake', 'hvm']], state.supported_instances)
+        self.assertEqual(base.uuids.cn1, state.uuid)
+
+    def test_free_disk_is_the_smaller_of_free_and_available_least(self):
+        self.assertEqual(60 * 1024, self._state().free_disk_mb)
+        self.assertEqual(70 * 1024, self._state(disk_available_least=None).free_disk_mb)
+
+    def test_unset_ratios_fall_back_to_config_then_constants(self):
+        state = self._state()
+        self.assertEqual((1.5, 4.0, 1.0), (state.ram_allocation_ratio,
+                                           state.cpu_allocation_ratio,
+                                           state.disk_allocation_ratio))
+        self.flags(ram_allocation_ratio=2.0)
+        self.assertEqual(2.0, self._state().ram_allocation_ratio)
+
+    def test_record_without_usage_is_ignored(self):
+        state = self._state(free_disk_gb=None)
+        self.assertEqual(0, state.total_usable_ram_mb)
+        self.assertIsNone(state.uuid)
+
+    def test_older_record_does_not_undo_newer_consumption(self):
+        state = self._state()
+        state.consume_from_request(fakes.fake_spec(memory_mb=1024, vcpus=1, root_gb=10))
+        old = _node(updated_at=timeutils.utcnow() - datetime.timedelta(seconds=30))
+        state.update(compute=host_manager.NodeRecord(old, self.conf))
+        self.assertEqual(5632 - 1024, state.free_ram_mb)
+        newer = _node(updated_at=timeutils.utcnow() + datetime.timedelta(seconds=30),
+                      free_ram_mb=4000)
+        state.update(compute=host_manager.NodeRecord(newer, self.conf))
+        self.assertEqual(4000, state.free_ram_mb)
+
+
+class TestConsume(base.TestCase):
+
+    def test_consume_subtracts_ram_disk_vcpus_not_swap(self):
+        state = fakes.fake_host_state(free_ram_mb=4096, free_disk_mb=50 * 1024, vcpus_used=1,
+                                      num_instances=2, num_io_ops=0)
+        state.consume_from_request(fakes.fake_spec(memory_mb=1024, vcpus=2, root_gb=10,
+                                                   ephemeral_gb=5, swap=2048))
+        self.assertEqual(3072, state.free_ram_mb)
+        self.assertEqual(35 * 1024, state.free_disk_mb)
+        self.assertEqual(3, state.vcpus_used)
+        self.assertEqual((3, 1), (state.num_instances, state.num_io_ops))
+        self.assertIsNotNone(state.updated)
+        self.assertEqual(state.updated, state.consumed_at)
+
+    def test_ironic_node_is_consumed_whole(self):
+        state = ironic_host_manager.IronicNodeState('h', 'n', base.uuids.cell)
+        state.vcpus_total = 8
+        state.free_ram_mb = 4096
+        state.free_disk_mb = 1024
+        state.num_instances = 0
+        state.consume_from_request(fakes.fake_spec(memory_mb=512, vcpus=1, root_gb=1))
+        self.assertEqual((0, 0, 8, 0), (state.free_ram_mb, state.free_disk_mb,
+                                        state.vcpus_used, state.num_instances))
+
+
+class TestHostStateTable(base.TestCase):
+
+    def test_states_share_columns_and_rows_are_reused(self):
+        table = host_state.HostStateTable(capacity=2)
+        states = [host_state.HostState('h%d' % i, 'n', None, table=table) for i in range(5)]
+        for i, state in enumerate(states):
+            state.free_ram_mb = i * 100
+        self.assertEqual([0, 100, 200, 300, 400],
+                         table.columns['free_ram_mb'][table.rows()].tolist())
+        states[1].release()
+        self.assertEqual([0, 2, 3, 4], table.rows().tolist())
+        reused = host_state.HostState('new', 'n', None, table=table)
+        self.assertEqual(1, reused.row)
+        self.assertEqual(0, reused.free_ram_mb)  # a reused row starts from Nova's defaults
+
+    def test_nullable_columns_read_back_as_none(self):
+        state = host_state.HostState('h', 'n', None)
+        self.assertIsNone(state.hypervisor_version)
+        self.assertIsNone(state.ram_allocation_ratio)
+        state.hypervisor_version = 2000
+        self.assertEqual(2000, state.hypervisor_version)
