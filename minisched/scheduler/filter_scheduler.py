@@ -196,8 +196,10 @@ class FilterScheduler(driver.Scheduler):
                 [selected_host.host]
             group.obj_reset_changes(['hosts'])
             if instance_uuid and instance_uuid not in selected_host.instances:
+                flavor = spec_obj.flavor
                 selected_host.instances[instance_uuid] = instance_obj.Instance(
-                    uuid=instance_uuid)
+                    uuid=instance_uuid,
+                    instance_type_id=flavor.id if flavor.obj_attr_is_set('id') else None)
 
     def _ensure_sufficient_hosts(self, selected, num_instances, last_result):
         if len(selected) >= num_instances:

@@ -197,7 +197,7 @@ class HostManager:
                     continue
             for row in rows:
                 if row['host']:
-                    info[row['host']][row['uuid']] = instance_obj.Instance(uuid=row['uuid'])
+                    info[row['host']][row['uuid']] = _tracked_instance(row)
         with self._instance_lock:
             for host, instances in info.items():
                 self._instance_info[host] = {'instances': instances, 'updated': False}
@@ -522,8 +522,8 @@ class HostManager:
                 self._set_host_instances(host, {}, False)
                 return
         with ms_context.target_cell(context, cell) as cctxt:
-            uuids = db.instance_get_uuids_by_host(cctxt, host)
-        self._set_host_instances(host, {u: instance_obj.Instance(uuid=u) for u in uuids},
+            rows = db.instance_get_all_by_host(cctxt, host)
+        self._set_host_instances(host, {row['uuid']: _tracked_instance(row) for row in rows},
                                  False)
 
     def update_instance_info(self, context, host_name, instance_info):
@@ -561,6 +561,11 @@ class HostManager:
             self._recreate_instance_info(context, host_name)
             LOG.info('The instance sync for host %s did not match. Re-created its '
                      'InstanceList.', host_name)
+
+
+def _tracked_instance(row):
+    """What filters read of an instance on a host: its uuid and flavor id (TypeAffinity)."""
+    return instance_obj.Instance(uuid=row['uuid'], instance_type_id=row['instance_type_id'])
 
 
 def _newest(current, row):
