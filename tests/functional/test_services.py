@@ -103,27 +103,21 @@ def test_compute_never_opens_a_database_connection(cluster):
     assert 'No DB access allowed' not in cluster.log('c1')
 
 
-@pytest.fixture
-def unsynced_cluster(request, tmp_path, transport_url):
+def test_bad_config_values_exit_with_one_line_naming_the_option(tmp_path, transport_url):
+    # No database or broker is reached: parsing fails first. The three start in parallel.
     cluster = base.Cluster(tmp_path, transport_url, 'sqlite:///%s/unused.sqlite' % tmp_path)
-    request.addfinalizer(cluster.stop_all)
-    return cluster
-
-
-@pytest.mark.parametrize('service, section, option, value', [
-    ('conductor', 'conductor', 'workers', 0),
-    ('compute', 'fake_driver', 'vcpus', 'lots'),
-    ('compute', 'DEFAULT', 'report_interval', 'soon'),
-])
-def test_bad_config_value_exits_with_one_line_naming_it(unsynced_cluster, service, section,
-                                                        option, value):
-    conf = {section: {option: value}}
-    if service == 'conductor':
-        process = unsynced_cluster.start_conductor(conf=conf, wait=False)
-    else:
-        process = unsynced_cluster.start_compute('c1', conf=conf, wait=False)
-
-    assert process.popen.wait(timeout=30) != 0
-    lines = process.log().strip().splitlines()
-    assert len(lines) == 1, lines
-    assert option in lines[0] and section in lines[0], lines[0]
+    try:
+        cases = {
+            '[conductor] workers': cluster.start_conductor(conf={'conductor': {'workers': 0}},
+                                                           wait=False),
+            '[fake_driver] vcpus': cluster.start_compute(
+                'c1', conf={'fake_driver': {'vcpus': 'lots'}}, wait=False),
+            '[DEFAULT] report_interval': cluster.start_compute(
+                'c2', conf={'DEFAULT': {'report_interval': 'soon'}}, wait=False),
+        }
+        for option, process in cases.items():
+            assert process.popen.wait(timeout=30) != 0, option
+            lines = process.log().strip().splitlines()
+            assert len(lines) == 1 and option in lines[0], (option, lines)
+    finally:
+        cluster.stop_all()
