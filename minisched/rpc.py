@@ -80,8 +80,10 @@ class RequestContextSerializer(messaging.Serializer):
         return ms_context.RequestContext.from_dict(context)
 
 
-def get_serializer():
-    return RequestContextSerializer(obj_base.MinischedObjectSerializer())
+def get_serializer(server_side=False):
+    serializer = obj_base.MinischedObjectSerializer()
+    serializer.server_side = server_side
+    return RequestContextSerializer(serializer)
 
 
 def get_client(target, version_cap=None, serializer=None):
@@ -94,7 +96,7 @@ def get_server(target, endpoints, serializer=None):
     assert TRANSPORT is not None, 'rpc.init() was not called'
     access_policy = dispatcher.DefaultRPCAccessPolicy
     return messaging.get_rpc_server(TRANSPORT, target, endpoints,
-                                    serializer=serializer or get_serializer(),
+                                    serializer=serializer or get_serializer(server_side=True),
                                     access_policy=access_policy)
 
 

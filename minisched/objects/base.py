@@ -1,6 +1,7 @@
 """Versioned-object plumbing: registry, base classes, remotable dispatch and the RPC serializer."""
 import contextlib
 
+import oslo_messaging as messaging
 from oslo_utils import versionutils
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import exception as ovo_exc
@@ -97,6 +98,18 @@ class MinischedObjectSerializer(ovo_base.VersionedObjectSerializer):
     OBJ_BASE_CLASS = MinischedObject
 
     def deserialize_entity(self, context, entity):
+        try:
+            return self._deserialize(context, entity)
+        except exception.Invalid:
+            if not self.server_side:
+                raise
+            # A bad argument from a caller: answered with the error, not logged as our fault.
+            raise messaging.ExpectedException()
+
+    #: True in RPC servers: bad incoming objects are the caller's error (no server traceback).
+    server_side = False
+
+    def _deserialize(self, context, entity):
         try:
             return super().deserialize_entity(context, entity)
         except ovo_exc.UnsupportedObjectError as exc:
