@@ -1,4 +1,5 @@
 """Command-line and config-file parsing shared by every minisched command."""
+import re
 import sys
 
 from oslo_config import cfg
@@ -66,4 +67,9 @@ def check_values(conf, prog):
 
 
 def _first_line(exc):
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+    text = str(exc).strip()
+    if not text:
+        return exc.__class__.__name__
+    # oslo.config says "from LocationInfo(location=..., detail='/etc/x.conf')": name the file.
+    text = re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)", r'in \1', text)
+    return text.splitlines()[0]
