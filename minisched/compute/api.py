@@ -103,8 +103,14 @@ class API:
         mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
                                                                             instance_uuid)
         if mapping.cell_mapping is None and self._cells(context) != [None]:
-            return build_request_obj.BuildRequest.get_by_instance_uuid(
-                context, instance_uuid).instance
+            try:
+                return build_request_obj.BuildRequest.get_by_instance_uuid(
+                    context, instance_uuid).instance
+            except exception.BuildRequestNotFound:
+                # Placed meanwhile: the conductor maps the instance before it drops the
+                # build request, so the mapping now names the cell.
+                mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(
+                    context, instance_uuid)
         with ms_context.target_cell(context, mapping.cell_mapping) as cctxt:
             return instance_obj.Instance.get_by_uuid(cctxt, instance_uuid)
 
