@@ -1,0 +1,204 @@
+"""Flavors: the sizes instances are built with (API database).
+
+``minisched-manage flavor create NAME --ram MB --vcpus N --disk GB [--ephemeral GB]
+[--swap MB] [--id ID] [--property k=v ...]``, ``flavor list``, ``flavor set NAME|ID --property
+k=v ...`` (extra specs) and ``flavor delete NAME|ID``, as ``openstack flavor`` does them: the
+id defaults to a new UUID ("auto"), and a NAME|ID argument is tried as a flavor id first, then
+as a name. Deleting a flavor leaves its instances alone (each keeps a copy of its flavor).
+
+Also the small helpers the other categories share: argument types (``key_value``,
+``integer``), output (``error``, ``print_fields``) and RPC set-up (``init_rpc``,
+``bounded``, ``broker_errors``).
+"""
+import argparse
+import contextlib
+import sys
+
+import oslo_messaging as messaging
+from oslo_utils import uuidutils
+
+from minisched import context, exception, rpc
+from minisched.cmd import manage
+from minisched.objects import flavor as flavor_obj
+
+# -- helpers shared by the manage_<category> modules --------------------------------------
+
+def key_value(text):
+    """argparse type of ``k=v`` options (``--property``, ``--hint``, ``--image-property``)."""
+    key, sep, value = text.partition('=')
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError('expected KEY=VALUE, got %r' % text)
+    return key.strip(), value
+
+
+def integer(minimum):
+    """argparse type of an integer option that must be at least ``minimum``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError('not an integer: %r' % text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError('must be at least %d: %r' % (minimum, text))
+        return value
+    return parse
+
+
+def error(message):
+    """Print one line on stderr and return the exit code of an expected failure."""
+    sys.stderr.write('%s\n' % message)
+    return 1
+
+
+#: Connection attempts of this command's RPC clients: fail after a few seconds rather than
+#: wait forever for a broker (oslo.messaging's default, ``retry=None``, suits services).
+RPC_RETRIES = 2
+
+
+def init_rpc(conf):
+    """Set up RPC once (``minisched-manage`` parses its options without it)."""
+    if not rpc.initialized():
+        rpc.init(conf)
+
+
+def bounded(*clients):
+    """Give oslo.messaging RPC clients at most ``RPC_RETRIES`` connection retries."""
+    for client in clients:
+        client.retry = RPC_RETRIES
+
+
+@contextlib.contextmanager
+def broker_errors():
+    """Turn a broker failure (unreachable, refused vhost...) into one line, not a traceback.
+
+    What fails depends on the driver: oslo.messaging's own exceptions, socket errors, or the
+    AMQP client's (``amqp``/``kombu`` for the rabbit driver).
+    """
+    try:
+        yield
+    except messaging.MessagingTimeout:
+        raise
+    except Exception as exc:
+        driver_error = type(exc).__module__.split('.')[0] in ('amqp', 'kombu')
+        if not (driver_error or isinstance(exc, (messaging.MessagingException, OSError))):
+            raise
+        detail = (str(exc).strip().splitlines() or [''])[0]
+        raise exception.MinischedException(
+            'Message broker failure: %s: %s' % (type(exc).__name__, detail))
+
+
+def format_pairs(mapping):
+    """``{'b': 2, 'a': 1}`` as ``a='1', b='2'`` (sorted, as openstackclient shows them)."""
+    return ', '.join("%s='%s'" % (key, mapping[key]) for key in sorted(mapping or {}))
+
+
+def print_fields(pairs):
+    """A two-column ``Field | Value`` table, as ``openstack ... show`` prints."""
+    manage.print_table(['Field', 'Value'], [(name, '-' if value is None else value)
+                                            for name, value in pairs])
+
+
+# -- flavors ------------------------------------------------------------------------------
+
+def find_flavor(ctxt, name_or_id):
+    """The flavor whose flavor id, else whose name, is ``name_or_id``."""
+    try:
+        return flavor_obj.Flavor.get_by_flavor_id(ctxt, name_or_id)
+    except exception.FlavorNotFound:
+        pass
+    try:
+        return flavor_obj.Flavor.get_by_name(ctxt, name_or_id)
+    except exception.FlavorNotFound:
+        raise exception.FlavorNotFound(flavor_id=name_or_id)
+
+
+def _fields(flavor):
+    return [('id', flavor.flavorid), ('name', flavor.name), ('ram', flavor.memory_mb),
+            ('disk', flavor.root_gb), ('ephemeral', flavor.ephemeral_gb),
+            ('swap', flavor.swap), ('vcpus', flavor.vcpus),
+            ('rxtx_factor', flavor.rxtx_factor), ('is_public', flavor.is_public),
+            ('properties', format_pairs(flavor.extra_specs))]
+
+
+class FlavorCommands:
+    """Flavors: the sizes instances are built with."""
+
+    def create(self, name, ram, vcpus, disk, ephemeral=0, swap=0, flavorid=None,
+               properties=None):
+        if not name.strip() or len(name) > 255:
+            return error('Flavor name must be 1 to 255 characters, not only spaces.')
+        ctxt = context.get_admin_context()
+        flavorid = flavorid if flavorid not in (None, 'auto') else uuidutils.generate_uuid()
+        try:
+            flavor_obj.Flavor.get_by_flavor_id(ctxt, flavorid)
+            return error('Flavor with ID %s already exists.' % flavorid)
+        except exception.FlavorNotFound:
+            pass
+        flavor = flavor_obj.Flavor(
+            ctxt, name=name, memory_mb=ram, vcpus=vcpus, root_gb=disk,
+            ephemeral_gb=ephemeral or 0, swap=swap or 0, flavorid=flavorid, rxtx_factor=1.0,
+            is_public=True, disabled=False, extra_specs=dict(properties or []))
+        flavor.create()
+        print_fields(_fields(flavor))
+        return 0
+
+    def list(self):
+        flavors = flavor_obj.FlavorList.get_all(context.get_admin_context())
+        rows = [(f.flavorid, f.name, f.memory_mb, f.root_gb, f.ephemeral_gb, f.swap, f.vcpus,
+                 f.is_public, format_pairs(f.extra_specs))
+                for f in sorted(flavors, key=lambda f: (f.memory_mb, f.vcpus, f.name))]
+        manage.print_table(['ID', 'Name', 'RAM', 'Disk', 'Ephemeral', 'Swap', 'VCPUs',
+                            'Is Public', 'Properties'], rows)
+        return 0
+
+    def set(self, flavor, properties):
+        found = find_flavor(context.get_admin_context(), flavor)
+        found.save_extra_specs(to_add=dict(properties))
+        print_fields(_fields(found))
+        return 0
+
+    def delete(self, flavor):
+        found = find_flavor(context.get_admin_context(), flavor)
+        found.destroy()
+        print('Flavor %s (%s) deleted.' % (found.name, found.flavorid))
+        return 0
+
+
+def add_property_argument(parser, required=False, help_text='Extra spec (repeatable).'):
+    parser.add_argument('--property', action='append', type=key_value, metavar='KEY=VALUE',
+                        dest='action_kwarg_properties', required=required, help=help_text)
+
+
+def add_parsers(actions):
+    """Add the ``flavor`` category's actions."""
+    commands = FlavorCommands()
+    create = actions.add_parser('create', help='Create a flavor.')
+    create.add_argument('action_kwarg_name', metavar='name', help='Flavor name (unique).')
+    create.add_argument('--ram', type=integer(1), required=True, metavar='MB',
+                        dest='action_kwarg_ram', help='Memory in MB.')
+    create.add_argument('--vcpus', type=integer(1), required=True, metavar='N',
+                        dest='action_kwarg_vcpus', help='Number of vCPUs.')
+    create.add_argument('--disk', type=integer(0), required=True, metavar='GB',
+                        dest='action_kwarg_disk', help='Root disk in GB.')
+    create.add_argument('--ephemeral', type=integer(0), default=0, metavar='GB',
+                        dest='action_kwarg_ephemeral', help='Ephemeral disk in GB (0).')
+    create.add_argument('--swap', type=integer(0), default=0, metavar='MB',
+                        dest='action_kwarg_swap', help='Swap in MB (0).')
+    create.add_argument('--id', metavar='ID', dest='action_kwarg_flavorid',
+                        help='Flavor id (default "auto": a new UUID).')
+    add_property_argument(create)
+    create.set_defaults(action_fn=commands.create,
+                        action_kwargs=['name', 'ram', 'vcpus', 'disk', 'ephemeral', 'swap',
+                                       'flavorid', 'properties'])
+
+    lister = actions.add_parser('list', help='List flavors, smallest first.')
+    lister.set_defaults(action_fn=commands.list, action_kwargs=[])
+
+    setter = actions.add_parser('set', help='Set extra specs of a flavor.')
+    setter.add_argument('action_kwarg_flavor', metavar='flavor', help='Flavor id or name.')
+    add_property_argument(setter, required=True)
+    setter.set_defaults(action_fn=commands.set, action_kwargs=['flavor', 'properties'])
+
+    delete = actions.add_parser('delete', help='Delete a flavor.')
+    delete.add_argument('action_kwarg_flavor', metavar='flavor', help='Flavor id or name.')
+    delete.set_defaults(action_fn=commands.delete, action_kwargs=['flavor'])

@@ -1,0 +1,115 @@
+"""Server groups: (anti-)affinity policies and their member instances.
+
+``minisched-manage group create NAME --policy P [--max-server-per-host N]``, ``group list``,
+``group show NAME|UUID`` and ``group delete NAME|UUID``. As Nova's API (microversion 2.64):
+one policy per group; ``max_server_per_host`` is the only rule and only ``anti-affinity``
+takes it. Members are added by ``server create --group``; deleting a group leaves them be.
+"""
+from oslo_utils import uuidutils
+
+from minisched import context, exception
+from minisched.cmd import manage, manage_flavor
+from minisched.objects import instance_group as group_obj
+
+DEFAULT_OWNER = 'admin'
+
+
+def find_group(ctxt, name_or_uuid):
+    """The group with uuid ``name_or_uuid``, else the only group of that name."""
+    if uuidutils.is_uuid_like(name_or_uuid):
+        try:
+            return group_obj.InstanceGroup.get_by_uuid(ctxt, name_or_uuid)
+        except exception.InstanceGroupNotFound:
+            pass
+    matches = [g for g in group_obj.InstanceGroupList.get_all(ctxt) if g.name == name_or_uuid]
+    if not matches:
+        raise exception.InstanceGroupNotFound(group_uuid=name_or_uuid)
+    if len(matches) > 1:
+        raise exception.Invalid('More than one server group is named %s; use its UUID.'
+                                % name_or_uuid)
+    return matches[0]
+
+
+def _rules(group):
+    return manage_flavor.format_pairs(group.rules).replace("'", '')
+
+
+class GroupCommands:
+    """Server groups: (anti-)affinity policies and their members."""
+
+    def create(self, name, policy, max_server_per_host=None, project=DEFAULT_OWNER,
+               user=DEFAULT_OWNER):
+        rules = {}
+        if max_server_per_host is not None:
+            if policy != 'anti-affinity':
+                return manage_flavor.error('Only anti-affinity policy supports rules.')
+            rules['max_server_per_host'] = str(max_server_per_host)
+        ctxt = context.RequestContext(user_id=user, project_id=project, is_admin=True)
+        group = group_obj.InstanceGroup(ctxt, name=name, policy=policy, project_id=project,
+                                        user_id=user)
+        group._rules = rules
+        group.create()
+        self._show(group)
+        return 0
+
+    def list(self):
+        groups = group_obj.InstanceGroupList.get_all(context.get_admin_context())
+        rows = [(g.uuid, g.name, g.project_id, g.user_id, g.policy, _rules(g), len(g.members))
+                for g in sorted(groups, key=lambda g: (g.name or '', g.uuid))]
+        manage.print_table(['UUID', 'Name', 'Project', 'User', 'Policy', 'Rules', 'Members'],
+                           rows)
+        return 0
+
+    def show(self, group):
+        self._show(find_group(context.get_admin_context(), group))
+        return 0
+
+    def delete(self, group):
+        found = find_group(context.get_admin_context(), group)
+        found.destroy()
+        print('Server group %s (%s) deleted.' % (found.name, found.uuid))
+        return 0
+
+    @staticmethod
+    def _show(group):
+        manage_flavor.print_fields([
+            ('uuid', group.uuid), ('name', group.name), ('project_id', group.project_id),
+            ('user_id', group.user_id), ('policy', group.policy), ('rules', _rules(group)),
+            ('members', ', '.join(group.members)),
+            ('member_hosts', ', '.join(group.get_hosts()))])
+
+
+def _add_owner_arguments(parser):
+    parser.add_argument('--project', default=DEFAULT_OWNER, dest='action_kwarg_project',
+                        metavar='PROJECT',
+                        help='Project owning the group (default: admin).')
+    parser.add_argument('--user', default=DEFAULT_OWNER, dest='action_kwarg_user',
+                        metavar='USER',
+                        help='User owning the group (default: admin).')
+
+
+def add_parsers(actions):
+    """Add the ``group`` category's actions."""
+    commands = GroupCommands()
+    create = actions.add_parser('create', help='Create a server group.')
+    create.add_argument('action_kwarg_name', metavar='name', help='Group name.')
+    create.add_argument('--policy', required=True, choices=group_obj.POLICIES,
+                        dest='action_kwarg_policy',
+                        help='affinity: all members on one host; anti-affinity: each on its '
+                             'own host; soft-*: preferred by weighers, never enforced.')
+    create.add_argument('--max-server-per-host', type=manage_flavor.integer(1), metavar='N',
+                        dest='action_kwarg_max_server_per_host',
+                        help='Rule of anti-affinity groups: up to N members per host.')
+    _add_owner_arguments(create)
+    create.set_defaults(action_fn=commands.create,
+                        action_kwargs=['name', 'policy', 'max_server_per_host', 'project',
+                                       'user'])
+
+    lister = actions.add_parser('list', help='List server groups (of every project).')
+    lister.set_defaults(action_fn=commands.list, action_kwargs=[])
+
+    for action, fn, help_text in (('show', commands.show, 'Show a group and its members.'),
+                                  ('delete', commands.delete, 'Delete a server group.')):
+        parser = actions.add_parser(action, help=help_text)
+        parser.add_argument('action_kwarg_group', metavar='group', help='Group UUID or name.')
+        parser.set_defaults(action_fn=fn, action_kwargs=['group'])
