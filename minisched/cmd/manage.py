@@ -172,7 +172,7 @@ def _category_builders():
 
 
 #: Categories implemented in ``minisched/cmd/manage_<name>.py``.
-EXTRA_CATEGORIES = ('cell', 'rpc')
+EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'rpc', 'scheduler', 'server')
 
 
 def add_command_parsers(subparsers):

@@ -5,6 +5,7 @@ does what nova-api does before and after the conductor: build requests, request 
 instance mappings in the API database, then a cast to the conductor; reads and deletes go to
 the instance's cell through its mapping.
 """
+import datetime
 import logging
 
 from oslo_utils import uuidutils
@@ -24,6 +25,8 @@ from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 
 LOG = logging.getLogger(__name__)
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 class API:
@@ -102,26 +105,32 @@ class API:
         """The instance wherever it is: its cell, or still a build request."""
         mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
                                                                             instance_uuid)
-        if mapping.cell_mapping is None and self._cells(context) != [None]:
+        if mapping.cell_mapping is None:
             try:
                 return build_request_obj.BuildRequest.get_by_instance_uuid(
                     context, instance_uuid).instance
             except exception.BuildRequestNotFound:
                 # Placed meanwhile: the conductor maps the instance before it drops the
-                # build request, so the mapping now names the cell.
+                # build request, so the mapping now names the cell (or, without cells,
+                # the instance is in the local database).
                 mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(
                     context, instance_uuid)
         with ms_context.target_cell(context, mapping.cell_mapping) as cctxt:
             return instance_obj.Instance.get_by_uuid(cctxt, instance_uuid)
 
     def get_all(self, context, filters=None):
-        """Live instances of every cell, newest first."""
+        """Live instances of every cell plus those not scheduled yet, newest first."""
         result = []
         for cell in self._cells(context):
             with ms_context.target_cell(context, cell) as cctxt:
                 result.extend(instance_obj.InstanceList.get_by_filters(
                     cctxt, dict(filters or {}, deleted=False)))
-        return sorted(result, key=lambda i: i.created_at, reverse=True)
+        placed = {inst.uuid for inst in result}
+        if not filters:
+            result.extend(req.instance for req in
+                          build_request_obj.BuildRequestList.get_all(context)
+                          if req.instance_uuid not in placed)
+        return sorted(result, key=lambda i: i.created_at or _EPOCH, reverse=True)
 
     def get_actions(self, context, instance_uuid):
         """``[(action, [events])]`` of an instance, newest action first."""

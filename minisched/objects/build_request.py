@@ -44,3 +44,15 @@ class BuildRequest(base.MinischedTimestampObject, base.MinischedObject):
     @base.remotable
     def destroy(self):
         api_db.build_request_destroy(self._context, self.instance_uuid)
+
+
+@base.MinischedObjectRegistry.register
+class BuildRequestList(base.ObjectListBase, base.MinischedObject):
+    VERSION = '1.0'
+
+    fields = {'objects': fields.ListOfObjectsField('BuildRequest')}
+
+    @base.remotable_classmethod
+    def get_all(cls, context):
+        return base.obj_make_list(context, cls(context), BuildRequest,
+                                  api_db.build_request_get_all(context))

@@ -533,6 +533,11 @@ def build_request_create(context, values):
         return utils.insert(conn, build_requests, values)
 
 
+def build_request_get_all(context):
+    with _begin() as conn:
+        return utils.fetch_all(conn, build_requests)
+
+
 def build_request_get_by_instance_uuid(context, instance_uuid):
     with _begin() as conn:
         return _fetch_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),

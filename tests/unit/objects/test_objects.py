@@ -17,6 +17,7 @@ OBJECT_HASHES = {
     'Aggregate': '1.3-40b87fad7b4bf876a5e713dc4649b9b6',
     'AggregateList': '1.3-284437185b30c6a5da9df22f9c063fdb',
     'BuildRequest': '1.3-c6cd434db5cbdb4d1ebb935424261377',
+    'BuildRequestList': '1.0-4ee0d9efdfd681fed822da88376e04d2',
     'CellMapping': '1.1-5d652928000a5bc369d79d5bde7e497d',
     'CellMappingList': '1.1-4ee0d9efdfd681fed822da88376e04d2',
     'ComputeNode': '1.19-6232f1f3d9f4ded6f2693ad76630e7e0',
