@@ -15,12 +15,19 @@ from oslo_utils import timeutils
 MACHINE_TYPES = ((8, 16384, 200), (16, 65536, 500), (32, 131072, 1000), (64, 262144, 2000))
 
 
-def node_rows(count, seed=0, now=None):
-    """``count`` (service row, compute node row) pairs, as the DB layer returns them."""
+def node_rows(count, seed=0, now=None, spread_seconds=0):
+    """``count`` (service row, compute node row) pairs, as the DB layer returns them.
+
+    ``spread_seconds`` > 0 spreads ``updated_at`` (and ``last_seen_up``) over that many seconds
+    before ``now``, as reports of a real cluster are; 0 stamps every row with ``now``.
+    """
     rng = random.Random(seed)
-    now = now or timeutils.utcnow()
+    base = now or timeutils.utcnow()
+    spread = random.Random(seed + 1)
     pairs = []
     for index in range(count):
+        now = base - datetime.timedelta(seconds=spread.uniform(0, spread_seconds)) \
+            if spread_seconds else base
         host = 'host%05d' % index
         vcpus, memory_mb, local_gb = rng.choice(MACHINE_TYPES)
         fill = rng.random()
@@ -66,3 +73,51 @@ def populate(host_manager, pairs, cell_uuid=None):
         host_manager._update_node(node, cell_uuid)
     host_manager.cells = host_manager.enabled_cells = [None]
     host_manager._initialized = True
+
+
+def old_now(minutes=10):
+    """A timestamp safely older than the incremental refresh's look-back (rows "unchanged")."""
+    return timeutils.utcnow() - datetime.timedelta(minutes=minutes)
+
+
+def write_db(main_url, pairs, api_url=None, cell_uuid=None, transport_url='none:///',
+             first_index=0):
+    """Bulk-insert ``pairs`` as service and compute node rows into the cell DB at ``main_url``.
+
+    With ``api_url``: also a cell mapping (``cell_uuid``, pointing at ``main_url``; created
+    once) and one host mapping per host, so every host is schedulable. Both schemas must exist
+    (``minisched.db.migration.db_sync``). ``first_index`` offsets ids for a second batch.
+    """
+    import sqlalchemy as sa
+    from sqlalchemy import pool
+
+    from minisched.db.api import models as api_models
+    from minisched.db.main import models
+    services = [dict(s, id=s['id'] + first_index) for s, _n in pairs]
+    nodes = [dict(n, id=n['id'] + first_index, service_id=n['service_id'] + first_index)
+             for _s, n in pairs]
+    engine = sa.create_engine(main_url, poolclass=pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.execute(models.services.insert(), services)
+            conn.execute(models.compute_nodes.insert(), nodes)
+    finally:
+        engine.dispose()
+    if api_url is None:
+        return
+    engine = sa.create_engine(api_url, poolclass=pool.NullPool)
+    cells = api_models.cell_mappings
+    try:
+        with engine.begin() as conn:
+            cell_id = conn.execute(sa.select(cells.c.id).where(
+                cells.c.uuid == cell_uuid)).scalar()
+            if cell_id is None:
+                cell_id = conn.execute(cells.insert().values(
+                    uuid=cell_uuid, name='cell1', transport_url=transport_url,
+                    database_connection=main_url, disabled=False)).inserted_primary_key[0]
+            conn.execute(api_models.host_mappings.insert(),
+                         # As old as the hosts: a fresh mapping is re-read by each refresh.
+                         [{'cell_id': cell_id, 'host': s['host'], 'created_at': s['created_at']}
+                          for s in services])
+    finally:
+        engine.dispose()

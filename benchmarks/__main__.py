@@ -1,0 +1,121 @@
+"""``python -m benchmarks``: every performance figure of minisched against its target.
+
+Benches (``--skip`` any of them): ``pipeline`` (filter + weigh + pick over prebuilt host
+states, checked against the per-host reference), ``refresh`` (host states from SQLite and
+PostgreSQL), ``e2e`` (select_destinations over RabbitMQ vs a bare echo call), ``memory``
+(scheduler worker RSS at 10,000 hosts) and ``build`` (boots through fake computes). Hosts are
+synthetic except in ``build``. Prints a table (figure, value, target, met?) and a CSV; exits 1
+when a bench fails or a decision differs from the reference, never because of a timing.
+"""
+import argparse
+import sys
+import time
+import traceback
+import warnings
+
+BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build')
+FULL_SIZES = (1000, 10000, 50000)
+QUICK_SIZES = (1000, 10000)
+#: Requests timed per size: (quick, full).
+REQUESTS = {1000: (15, 200), 10000: (4, 40), 50000: (2, 10)}
+#: (instances, computes, computes per process): quick, full.
+BUILD = ((30, 6, 3), (1000, 200, 25))
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog='python -m benchmarks',
+                                     description=__doc__.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true',
+                        help='fewer sizes, requests and instances (about a minute idle)')
+    parser.add_argument('--sizes', help='pipeline cluster sizes, comma-separated '
+                        '(default: %s; quick: %s)' % (','.join(map(str, FULL_SIZES)),
+                                                      ','.join(map(str, QUICK_SIZES))))
+    parser.add_argument('--requests', type=int, help='pipeline requests timed per size')
+    parser.add_argument('--skip', default='', help='benches to skip, comma-separated: %s'
+                        % ', '.join(BENCHES))
+    parser.add_argument('--csv', help='also write the figures to this CSV file')
+    return parser
+
+
+def _requests_for(args):
+    def count(size):
+        if args.requests:
+            return args.requests
+        quick, full = REQUESTS.get(size, (3, max(5, 2000000 // size)))
+        return quick if args.quick else full
+    return count
+
+
+def _plan(args):
+    """``[(bench name, callable returning figures)]`` in run order."""
+    from benchmarks import build, e2e, memory, pipeline, refresh
+    quick = args.quick
+    sizes = ([int(s) for s in args.sizes.split(',') if s.strip()] if args.sizes else
+             list(QUICK_SIZES if quick else FULL_SIZES))
+    instances, computes, per_process = BUILD[0 if quick else 1]
+    return [
+        ('pipeline', lambda out: pipeline.run(sizes, _requests_for(args), out=out)),
+        ('refresh', lambda out: refresh.run(repeats=1 if quick else 3, postgres=not quick,
+                                            out=out)),
+        ('e2e', lambda out: e2e.run(calls=50 if quick else 300, seconds=4 if quick else 15,
+                                    out=out)),
+        ('memory', lambda out: memory.run(calls=20 if quick else 60, out=out)),
+        ('build', lambda out: build.run(instances, computes, per_process, out=out)),
+    ]
+
+
+def _say(message):
+    sys.stderr.write(message + '\n')
+    sys.stderr.flush()
+
+
+def run(args, out=_say):
+    """Run the chosen benches; returns ``(figures, failed)``."""
+    from benchmarks import cluster
+    from benchmarks import common
+    skip = {s.strip() for s in args.skip.split(',') if s.strip()}
+    unknown = skip - set(BENCHES)
+    if unknown:
+        raise SystemExit('unknown bench(es) in --skip: %s' % ', '.join(sorted(unknown)))
+    figures, failed = [], False
+    for name, bench in _plan(args):
+        if name in skip:
+            continue
+        out('== %s (%s)' % (name, common.machine_note()))
+        start = time.monotonic()
+        try:
+            figures += bench(out)
+        except cluster.Unavailable as exc:
+            figures.append(common.info('%s bench' % name, 'skipped', '', str(exc)))
+        except Exception as exc:
+            traceback.print_exc()
+            failed = True
+            figures.append(common.Figure('%s bench' % name, 'FAILED', '', 'runs', False,
+                                         '%s: %s' % (type(exc).__name__, exc)))
+        out('   %s took %.0f s' % (name, time.monotonic() - start))
+    failed = failed or any(f.figure.startswith('decisions') and not f.met for f in figures)
+    return figures, failed
+
+
+def main(argv=None, stdout=None):
+    stdout = stdout or sys.stdout
+    warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+    args = _parser().parse_args(argv)
+    from benchmarks import common
+    started = time.monotonic()
+    figures, failed = run(args)
+    stdout.write('\nminisched benchmarks%s: hosts are SYNTHETIC (generated service and compute '
+                 'node rows; no real computes) except in the build bench.\n'
+                 'Machine: %s; took %.0f s. Targets are met on wall time; CPU time is in the '
+                 'notes where the machine\'s load may distort wall time.\n\n'
+                 % (' (--quick)' if args.quick else '', common.machine_note(),
+                    time.monotonic() - started))
+    stdout.write(common.format_table(figures) + '\n\nCSV:\n')
+    common.write_csv(figures, stdout)
+    if args.csv:
+        common.write_csv(figures, args.csv)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""Real minisched processes for the end-to-end, memory and build benches.
+
+``vhost()`` gives the bench a RabbitMQ vhost of its own (topic queue names are global per
+vhost, so a bench must not share one with a running cluster or a test session). ``Cluster``
+writes one config file, starts services as child processes (each in its own session, output
+in a log file), waits for their "ready" log lines and stops them with SIGTERM, then SIGKILL.
+Client work runs in spawned child processes (``spawn``) that parse the same config file.
+"""
+import contextlib
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+from benchmarks import common
+
+BROKER = os.environ.get('MINISCHED_BENCH_TRANSPORT_URL',
+                        'rabbit://guest:guest@127.0.0.1:5672/')
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START_TIMEOUT = 120
+#: Set (to anything) to run the services with debug logging.
+DEBUG = bool(os.environ.get('MINISCHED_BENCH_DEBUG'))
+
+
+class Unavailable(Exception):
+    """A bench cannot run here (no broker, no rabbitmqctl...): reported, not raised further."""
+
+
+def _rabbitmqctl(*args):
+    return subprocess.run(['rabbitmqctl', '-q'] + list(args), capture_output=True, text=True,
+                          timeout=60, check=True)
+
+
+@contextlib.contextmanager
+def vhost(suffix=''):
+    """``minisched-bench-<pid>[-suffix]`` on the local broker (its user gets every
+    permission); deleted after. Yields the transport URL."""
+    name = 'minisched-bench-%d%s' % (os.getpid(), '-' + suffix if suffix else '')
+    url = urllib.parse.urlsplit(BROKER)
+    user = urllib.parse.unquote(url.username or 'guest')
+    if not shutil.which('rabbitmqctl'):
+        raise Unavailable('rabbitmqctl not found: cannot make a vhost for the bench')
+    try:
+        _rabbitmqctl('add_vhost', name)
+        _rabbitmqctl('set_permissions', '-p', name, user, '.*', '.*', '.*')
+    except subprocess.SubprocessError as exc:
+        raise Unavailable('rabbitmqctl add_vhost failed: %s' %
+                          (getattr(exc, 'stderr', '') or exc).strip())
+    try:
+        yield urllib.parse.urlunsplit(url._replace(path='/' + urllib.parse.quote(name)))
+    finally:
+        try:
+            _rabbitmqctl('delete_vhost', name)
+        except subprocess.SubprocessError:
+            pass
+
+
+class Cluster:
+    """Config and service processes of one bench deployment under ``workdir``."""
+
+    def __init__(self, transport_url, db_url, workdir=None, sections=None):
+        self.workdir = workdir or tempfile.mkdtemp(prefix='minisched-bench-')
+        self.procs = {}
+        base = {'DEFAULT': {'transport_url': transport_url,
+                            'state_path': os.path.join(self.workdir, 'state'),
+                            'control_exchange': 'minisched-bench',
+                            # Synthetic hosts never report: keep them "up" for ComputeFilter.
+                            'service_down_time': 86400, 'report_interval': 10,
+                            'periodic_fuzzy_delay': 0, 'debug': DEBUG},
+                'database': {'connection': db_url},
+                'api_database': {'connection': db_url},
+                'oslo_concurrency': {'lock_path': os.path.join(self.workdir, 'locks')}}
+        for section, options in (sections or {}).items():
+            base.setdefault(section, {}).update(options)
+        self.conf_file = common.write_conf(os.path.join(self.workdir, 'bench.conf'), base)
+
+    def start(self, name, module, sections=None, ready='ready', ready_count=1, wait=True):
+        """Run ``python -m module --config-file <shared> [--config-file <own>]``."""
+        cmd = [sys.executable, '-m', module, '--config-file', self.conf_file]
+        if sections:
+            cmd += ['--config-file', common.write_conf(
+                os.path.join(self.workdir, name + '.conf'), sections)]
+        log_path = os.path.join(self.workdir, name + '.log')
+        with open(log_path, 'wb') as log:
+            env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH',
+                                                                                  ''))
+            popen = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=REPO, env=env,
+                                     start_new_session=True)
+        self.procs[name] = (popen, log_path, ready, ready_count)
+        if wait:
+            self.wait_ready(name)
+        return popen
+
+    def log(self, name):
+        with open(self.procs[name][1], errors='replace') as handle:
+            return handle.read()
+
+    def wait_ready(self, *names, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        for name in names:
+            popen, _path, ready, count = self.procs[name]
+            while self.log(name).count(ready) < count:
+                if popen.poll() is not None:
+                    raise RuntimeError('%s exited with %s:\n%s' % (
+                        name, popen.returncode, self.log(name)[-3000:]))
+                if time.monotonic() > deadline:
+                    raise RuntimeError('%s not ready after %d s:\n%s' % (
+                        name, timeout, self.log(name)[-3000:]))
+                time.sleep(0.2)
+
+    def pid(self, name):
+        return self.procs[name][0].pid
+
+    def stop(self, name, timeout=20):
+        popen = self.procs[name][0]
+        if popen.poll() is None:
+            popen.terminate()
+            try:
+                popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # workers of a stopped launcher, whatever state they are in
+            os.killpg(popen.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        popen.wait(timeout=timeout)
+
+    def stop_all(self):
+        for name in reversed(list(self.procs)):
+            self.stop(name)
+
+    def cleanup(self):
+        """Stop everything and remove the files (kept, and named, when the environment sets
+        ``MINISCHED_BENCH_KEEP``: the service logs are there)."""
+        self.stop_all()
+        if os.environ.get('MINISCHED_BENCH_KEEP'):
+            sys.stderr.write('  bench files kept under %s\n' % self.workdir)
+            return
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def children(pid):
+    """Pids of the direct children of ``pid`` (Linux /proc)."""
+    found = []
+    for task in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/children' % (pid, task)) as handle:
+                found += [int(p) for p in handle.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def rss_mb(pid):
+    """VmRSS of ``pid`` in MB (from /proc/<pid>/status)."""
+    with open('/proc/%d/status' % pid) as handle:
+        for line in handle:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    return float('nan')
+
+
+def private_mb(pid):
+    """Memory only ``pid`` uses (Private_Clean + Private_Dirty of smaps_rollup), in MB: its
+    RSS less the pages it still shares with the process it was forked from."""
+    total = 0
+    try:
+        with open('/proc/%d/smaps_rollup' % pid) as handle:
+            for line in handle:
+                if line.startswith(('Private_Clean:', 'Private_Dirty:')):
+                    total += int(line.split()[1])
+    except OSError:
+        return float('nan')
+    return total / 1024.0
+
+
+def run_children(target, argses, timeout):
+    """Run ``target(*args, queue, start)`` in one spawned process per ``args``.
+
+    Each child sets itself up, puts ``'ready'`` on the queue, waits for the ``start`` event
+    (set once every child is ready, so they start together), then puts exactly one result, or
+    ``'ERROR <traceback>'`` (raised here). Returns the results.
+    """
+    ctx = multiprocessing.get_context('spawn')
+    queue, start = ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=target, args=tuple(args) + (queue, start)) for args in argses]
+    for proc in procs:
+        proc.start()
+    try:
+        for expected in ('ready', 'result'):
+            results = []
+            for _ in procs:
+                result = queue.get(timeout=timeout)
+                if isinstance(result, str) and result.startswith('ERROR'):
+                    raise RuntimeError('bench client failed: %s' % result)
+                results.append(result)
+            start.set()
+        return results
+    finally:
+        for proc in procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+
+
+def child_main(queue, start, work, *args):
+    """Body of a spawned client: ``work(*args, ready)`` where ``ready()`` reports ready and
+    waits for the start; its return value (or the traceback) goes on ``queue``."""
+    import traceback
+
+    def ready():
+        queue.put('ready')
+        start.wait()
+    try:
+        queue.put(work(*args, ready))
+    except BaseException:
+        queue.put('ERROR ' + traceback.format_exc())
+
+
+def client_setup(conf_file):
+    """In a spawned client: parse the bench config, set up RPC and objects; returns CONF."""
+    import warnings
+    warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+    os.environ.setdefault('MINISCHED_EVENTLET_PATCH', '0')
+    from minisched import config
+    from minisched.db import engines
+    from minisched import objects
+    config.parse_args(['minisched-bench', '--config-file', conf_file])
+    objects.register_all()
+    engines.configure(config.CONF)
+    return config.CONF

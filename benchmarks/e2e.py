@@ -1,0 +1,176 @@
+"""End-to-end bench: ``select_destinations`` over RabbitMQ against a real scheduler process.
+
+The cluster: synthetic hosts (service and compute node rows, a cell mapping, host mappings)
+in an SQLite file, no compute process; a real ``minisched-scheduler`` with 2 workers and the
+echo server of ``benchmarks.echo_server``, both on a vhost of their own. Clients are spawned
+processes using the product's own client (``SchedulerAPI``) and serializer.
+
+* Sequential: one client alternates a bare echo call (no payload), an echo of the request's
+  RequestSpec (information) and a select_destinations of a small flavor; target: p50 of
+  select_destinations <= 1.3 x p50 of the bare echo.
+* Concurrent: 16 clients (4 processes x 4 threads) call select_destinations for a fixed time;
+  target >= 300 calls/s, p99 reported.
+"""
+import time
+import uuid
+
+from benchmarks import cluster
+from benchmarks import common
+from benchmarks import databases
+from benchmarks import pipeline
+from benchmarks import synthetic
+
+RATIO_TARGET = 1.3
+THROUGHPUT_TARGET = 300.0
+#: Small flavors only: the bench measures the call, not NoValidHost.
+SMALL_FLAVORS = pipeline.FLAVORS[:3]
+WARMUP_CALLS = 10
+
+
+def _context():
+    from minisched import context as ms_context
+    return ms_context.RequestContext(user_id='bench', project_id='bench', is_admin=True)
+
+
+def _clients(conf):
+    import oslo_messaging as messaging
+
+    from minisched import rpc
+    from minisched.scheduler import rpcapi
+    echo = rpc.get_client(messaging.Target(topic='bench_echo', version='1.0')).prepare(
+        timeout=60)
+    return rpcapi.SchedulerAPI(conf), echo
+
+
+def _select(scheduler, ctxt, index, seed):
+    spec, uuids = pipeline.make_spec(index, seed, flavors=SMALL_FLAVORS, multi=False)
+    return scheduler.select_destinations(ctxt, spec, uuids, return_objects=True,
+                                         return_alternates=True)
+
+
+def _timed_ms(function, *args, **kwargs):
+    start = time.perf_counter()
+    function(*args, **kwargs)
+    return (time.perf_counter() - start) * 1000
+
+
+def _sequential_work(conf_file, calls, ready):
+    conf = cluster.client_setup(conf_file)
+    scheduler, echo = _clients(conf)
+    ctxt = _context()
+    spec, _uuids = pipeline.make_spec(0, flavors=SMALL_FLAVORS, multi=False)
+    for index in range(WARMUP_CALLS):
+        echo.call(ctxt, 'echo', payload=None)
+        echo.call(ctxt, 'echo', payload=spec)
+        _select(scheduler, ctxt, index, seed=1)
+    ready()
+    bare, payload, select = [], [], []
+    for index in range(calls):  # interleaved: all three see the same machine load
+        bare.append(_timed_ms(echo.call, ctxt, 'echo', payload=None))
+        payload.append(_timed_ms(echo.call, ctxt, 'echo', payload=spec))
+        select.append(_timed_ms(_select, scheduler, ctxt, index, 2))
+    return {'bare': bare, 'payload': payload, 'select': select}
+
+
+def _sequential(conf_file, calls, queue, start):
+    cluster.child_main(queue, start, _sequential_work, conf_file, calls)
+
+
+def _concurrent_work(conf_file, threads, seconds, seed, ready):
+    import threading
+    conf = cluster.client_setup(conf_file)
+    scheduler, _echo = _clients(conf)
+    ctxt = _context()
+    for index in range(3):
+        _select(scheduler, ctxt, index, seed)
+    ready()
+    latencies = [[] for _ in range(threads)]
+    errors = []
+    deadline = time.monotonic() + seconds
+
+    def loop(slot):
+        index = 0
+        while time.monotonic() < deadline:
+            try:
+                latencies[slot].append(_timed_ms(_select, scheduler, ctxt, index,
+                                                 seed * 100 + slot))
+            except Exception as exc:  # NoValidHost, timeouts: counted, not fatal
+                errors.append(type(exc).__name__)
+            index += 1
+    start = time.monotonic()
+    workers = [threading.Thread(target=loop, args=(slot,)) for slot in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return {'latencies': [x for per in latencies for x in per], 'errors': errors,
+            'elapsed': time.monotonic() - start}
+
+
+def _concurrent(conf_file, threads, seconds, seed, queue, start):
+    cluster.child_main(queue, start, _concurrent_work, conf_file, threads, seconds, seed)
+
+
+def figures_for(seq, conc, hosts, workers, clients, rss):
+    bare, payload, select = (common.median(seq[k]) for k in ('bare', 'payload', 'select'))
+    ratio = select / bare
+    latencies = [x for r in conc for x in r['latencies']]
+    errors = sum(len(r['errors']) for r in conc)
+    rate = len(latencies) / max(r['elapsed'] for r in conc)
+    label = '@%d hosts' % hosts
+    return [
+        common.info('echo RPC p50 (bare, no payload)', bare, 'ms',
+                    '%d sequential calls' % len(seq['bare'])),
+        common.info('echo RPC p50 (RequestSpec payload)', payload, 'ms'),
+        common.info('select_destinations p50, sequential ' + label, select, 'ms',
+                    'p99 %.3g ms' % common.percentile(seq['select'], 99)),
+        common.at_most('select_destinations p50 / bare echo p50', round(ratio, 2),
+                       RATIO_TARGET, 'x', '%.2fx the RequestSpec echo' % (select / payload)),
+        common.at_least('select_destinations throughput, %d clients, %d workers' % (
+            clients, workers), rate, THROUGHPUT_TARGET, 'calls/s',
+            '%d calls, %d errors' % (len(latencies), errors)),
+        common.info('select_destinations p99, %d clients' % clients,
+                    common.percentile(latencies, 99), 'ms',
+                    'p50 %.3g ms' % common.median(latencies)),
+        common.info('scheduler worker RSS ' + label, max(rss) if rss else float('nan'), 'MB',
+                    'workers: %s' % ', '.join('%.0f' % r for r in rss)),
+    ]
+
+
+def worker_rss(bench_cluster, name='scheduler'):
+    """VmRSS (MB) of each worker process of service ``name`` (the launcher's children)."""
+    parent = bench_cluster.pid(name)
+    return [cluster.rss_mb(pid) for pid in cluster.children(parent)] or \
+        [cluster.rss_mb(parent)]
+
+
+def start_scheduler(bench_cluster, workers):
+    bench_cluster.start('scheduler', 'minisched.cmd.scheduler',
+                        {'scheduler': {'workers': workers}}, ready='minisched-scheduler ready',
+                        ready_count=workers)
+
+
+def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=print):
+    with cluster.vhost(suffix='e2e') as url, databases.sqlite_db() as db_url:
+        synthetic.write_db(db_url, synthetic.node_rows(hosts, now=synthetic.old_now(),
+                                                       spread_seconds=600),
+                           api_url=db_url, cell_uuid=str(uuid.uuid4()), transport_url=url)
+        bench = cluster.Cluster(url, db_url)
+        try:
+            bench.start('echo', 'benchmarks.echo_server', ready='bench echo server ready')
+            start_scheduler(bench, workers)
+            out('  e2e: scheduler (%d workers) and echo server up; %d sequential calls...'
+                % (workers, calls))
+            seq, = cluster.run_children(_sequential, [(bench.conf_file, calls)], timeout=600)
+            out('  e2e: %d clients for %.0f s...' % (procs * threads, seconds))
+            conc = cluster.run_children(
+                _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
+                              for seed in range(procs)], timeout=600)
+            rss = worker_rss(bench)
+        except Exception:
+            out('  e2e failed; logs under %s' % bench.workdir)
+            bench.stop_all()
+            raise
+        bench.cleanup()
+    return figures_for(seq, conc, hosts, workers, procs * threads, rss)
+

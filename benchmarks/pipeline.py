@@ -1,0 +1,174 @@
+"""Pipeline bench: filter + weigh + pick per request over prebuilt host states (no database).
+
+Runs the default filters plus CoreFilter and every weigher. For each request both pipelines
+start from the same snapshot (the host-state table columns and each state's ``updated`` and
+``consumed_at``) with ``random`` seeded alike: the per-host ReferencePipeline first, then the
+vectorised RowPipeline, which is the one timed; its decisions (hosts, nodes, cells, limits,
+alternates, or NoValidHost) must equal the reference's. The row run's consumption is kept, so
+the synthetic cluster fills up as requests go by.
+"""
+import random
+import time
+from unittest import mock
+
+from benchmarks import common
+from benchmarks import synthetic
+
+#: Per-request targets (ms) by cluster size (issue: Nova takes 68 ms / 1.06 s / 5.5 s).
+TARGET_MS = {1000: 2.0, 10000: 20.0, 50000: 100.0}
+#: (memory_mb, vcpus, root_gb, ephemeral_gb): small to huge, so some requests fit few hosts.
+FLAVORS = ((512, 1, 1, 0), (2048, 1, 20, 0), (4096, 2, 40, 0), (8192, 4, 80, 10),
+           (16384, 8, 160, 0), (131072, 32, 900, 0))
+WARMUP = 2
+
+
+def _scheduler_class():
+    from minisched.scheduler import filter_scheduler
+
+    class PrebuiltScheduler(filter_scheduler.FilterScheduler):
+        """Schedules over the host states it holds: the database refresh is timed elsewhere."""
+
+        def _get_all_host_candidates(self, context, spec_obj):
+            return self.pipeline.initial(context, spec_obj)
+
+    return PrebuiltScheduler
+
+
+def bench_conf():
+    """Overrides of the pipeline bench: Nova's default filters plus CoreFilter, all weighers."""
+    from minisched.conf import filter_scheduler as fs_conf
+    return {'filter_scheduler': {'enabled_filters': fs_conf.DEFAULT_FILTERS + ['CoreFilter'],
+                                 'weight_classes': [fs_conf.ALL_WEIGHERS]},
+            # Synthetic heartbeats are as old as the bench: keep every host "up".
+            None: {'service_down_time': 86400}}
+
+
+def build_scheduler(conf, hosts, seed=0):
+    """A FilterScheduler whose HostManager holds ``hosts`` synthetic host states."""
+    from minisched import rpc
+    with mock.patch.object(rpc, 'get_notifier'):  # never notifies: _schedule is called directly
+        scheduler = _scheduler_class()(conf)
+    synthetic.populate(scheduler.host_manager, synthetic.node_rows(hosts, seed=seed))
+    return scheduler
+
+
+def make_spec(index, seed=0, flavors=FLAVORS, multi=True):
+    """The ``index``-th request: one of ``flavors``; every fifth asks for 3 instances when
+    ``multi`` (deterministic). Returns ``(RequestSpec, instance uuids)``."""
+    from minisched.objects import flavor as flavor_obj
+    from minisched.objects import image_meta
+    from minisched.objects import request_spec
+    rng = random.Random(seed * 1000003 + index)
+    memory_mb, vcpus, root_gb, ephemeral_gb = rng.choice(flavors)
+    count = 3 if multi and index % 5 == 4 else 1
+    flavor = flavor_obj.Flavor(name='bench%d' % memory_mb, flavorid=str(memory_mb),
+                               memory_mb=memory_mb, vcpus=vcpus, root_gb=root_gb,
+                               ephemeral_gb=ephemeral_gb, swap=0, extra_specs={})
+    spec = request_spec.RequestSpec(
+        flavor=flavor, image=image_meta.ImageMeta.from_dict({'properties': {}}),
+        num_instances=count, project_id='bench', user_id='bench',
+        scheduler_hints={}, ignore_hosts=None, force_hosts=None, force_nodes=None,
+        retry=None, limits=None, instance_group=None, availability_zone=None,
+        requested_destination=None)
+    uuids = ['%08x-0000-4000-8000-%012x' % (index, n) for n in range(count)]
+    return spec, uuids
+
+
+def _snapshot(host_manager):
+    columns = {name: column.copy() for name, column in host_manager.table.columns.items()}
+    states = [(s, s.updated, s.consumed_at) for s in host_manager.host_state_map.values()]
+    return columns, states
+
+
+def _restore(host_manager, snapshot):
+    columns, states = snapshot
+    for name, column in columns.items():
+        host_manager.table.columns[name][:len(column)] = column
+    for state, updated, consumed_at in states:
+        state.updated, state.consumed_at = updated, consumed_at
+
+
+def _decisions(scheduler, context, index, seed):
+    """Run request ``index``; returns (comparable decisions, (seconds, CPU seconds))."""
+    from minisched import exception
+    spec, uuids = make_spec(index, seed)
+    random.seed(seed * 7919 + index)
+    start, cpu_start = time.perf_counter(), time.thread_time()
+    try:
+        selections = scheduler._schedule(context, spec, uuids, return_alternates=True)
+    except exception.NoValidHost as exc:
+        selections = None
+        decisions = ('NoValidHost', str(exc))
+    elapsed = (time.perf_counter() - start, time.thread_time() - cpu_start)
+    if selections is None:
+        return decisions, elapsed
+    return [[(s.service_host, s.nodename, s.cell_uuid, s.compute_node_uuid,
+              s.limits.to_dict() if s.limits is not None else None) for s in per_instance]
+            for per_instance in selections], elapsed
+
+
+def run_size(conf, hosts, requests, seed=0):
+    """Time ``requests`` requests at ``hosts`` hosts; returns a dict of results."""
+    from minisched import context as ms_context
+    from minisched.scheduler import filter_scheduler
+    scheduler = build_scheduler(conf, hosts, seed)
+    hm = scheduler.host_manager
+    row_pipeline = scheduler.pipeline
+    reference = filter_scheduler.ReferencePipeline(hm)
+    context = ms_context.get_admin_context()
+    row_times, cpu_times, ref_times, matched, mismatches, no_valid = [], [], [], 0, [], 0
+    for index in range(WARMUP + requests):
+        snapshot = _snapshot(hm)
+        scheduler.pipeline = reference
+        expected, (ref_seconds, _) = _decisions(scheduler, context, index, seed)
+        _restore(hm, snapshot)
+        scheduler.pipeline = row_pipeline
+        got, (row_seconds, row_cpu) = _decisions(scheduler, context, index, seed)
+        if index < WARMUP:
+            continue
+        row_times.append(row_seconds)
+        cpu_times.append(row_cpu)
+        ref_times.append(ref_seconds)
+        no_valid += isinstance(got, tuple)
+        if got == expected:
+            matched += 1
+        else:
+            mismatches.append((index, expected, got))
+    return {'hosts': hosts, 'requests': requests, 'row_ms': [t * 1000 for t in row_times],
+            'cpu_ms': [t * 1000 for t in cpu_times], 'ref_ms': [t * 1000 for t in ref_times],
+            'matched': matched, 'mismatches': mismatches, 'no_valid_host': no_valid}
+
+
+def figures_for(result):
+    n = result['hosts']
+    rows, refs = result['row_ms'], result['ref_ms']
+    p50, ref_p50 = common.median(rows), common.median(refs)
+    label = '@%d hosts' % n
+    target = TARGET_MS.get(n)
+    note = '%d requests (%d NoValidHost); CPU time p50 %.3g ms' % (
+        result['requests'], result['no_valid_host'], common.median(result['cpu_ms']))
+    out = [common.at_most('pipeline p50 ' + label, p50, target, 'ms', note) if target else
+           common.info('pipeline p50 ' + label, p50, 'ms', note),
+           common.info('pipeline p99 ' + label, common.percentile(rows, 99), 'ms'),
+           common.info('reference pipeline p50 ' + label, ref_p50, 'ms',
+                       'row pipeline %.0fx faster' % (ref_p50 / p50) if p50 else '')]
+    total = result['requests']
+    out.append(common.Figure('decisions = reference ' + label,
+                             '%d/%d' % (result['matched'], total), '', 'all',
+                             result['matched'] == total))
+    return out
+
+
+def run(sizes, requests_for, seed=0, out=None):
+    """Pipeline figures for each size; ``requests_for(size)`` says how many requests to time."""
+    conf = common.in_process_conf()
+    figures = []
+    with common.overrides(conf, bench_conf()), common.quiet_logs():
+        for size in sizes:
+            result = run_size(conf, size, requests_for(size), seed)
+            for index, expected, got in result['mismatches'][:3]:
+                if out:
+                    out('MISMATCH request %d @%d hosts:\n  reference %r\n  row       %r'
+                        % (index, size, expected, got))
+            figures.extend(figures_for(result))
+    return figures
