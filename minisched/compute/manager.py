@@ -51,9 +51,22 @@ class ComputeManager(manager.Manager):
         self.driver.init_host(host=self.host)
         ctxt = context.get_admin_context()
         instances = instance_obj.InstanceList.get_by_host(ctxt, self.host)
+        for instance in instances:
+            self._init_instance(instance)
         # An empty host sends nothing, so a new unmapped host does not confuse schedulers.
         if instances and self.send_instance_updates:
             self.query_client.update_instance_info(ctxt, self.host, instances)
+
+    def _init_instance(self, instance):
+        """Nova's ``_init_instance`` for builds: a build this compute was running when it
+        stopped cannot finish, so the instance goes to ERROR (it keeps its host)."""
+        if instance.vm_state == instance_obj.BUILDING or instance.task_state in (
+                instance_obj.SCHEDULING, instance_obj.SPAWNING):
+            LOG.debug('Instance %s failed to spawn correctly, setting to ERROR state',
+                      instance.uuid)
+            instance.vm_state = instance_obj.ERROR
+            instance.task_state = None
+            instance.save()
 
     def pre_start_hook(self):
         self.update_available_resource(context.get_admin_context(), startup=True)
