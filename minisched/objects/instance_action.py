@@ -63,7 +63,9 @@ class InstanceActionList(base.ObjectListBase, base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class InstanceActionEvent(base.MinischedTimestampObject, base.MinischedObject):
-    VERSION = '1.4'
+    """Version 1.4 is Nova's; minisched's 1.5 lets event_finish_with_failure name the host."""
+
+    VERSION = '1.5'
 
     fields = {
         'id': fields.IntegerField(),
@@ -95,10 +97,10 @@ class InstanceActionEvent(base.MinischedTimestampObject, base.MinischedObject):
 
     @base.remotable_classmethod
     def event_finish_with_failure(cls, context, instance_uuid, event_name, exc_val=None,
-                                  exc_tb=None, want_result=None):
+                                  exc_tb=None, want_result=None, host=None):
         values = {'event': event_name, 'instance_uuid': instance_uuid,
                   'request_id': context.request_id, 'finish_time': timeutils.utcnow(),
-                  'result': 'Error' if exc_val else 'Success'}
+                  'result': 'Error' if exc_val else 'Success', 'host': host}
         if exc_val:
             values['details'] = str(exc_val)[:255]
             values['traceback'] = exc_tb
@@ -147,5 +149,5 @@ class EventReporter:
         for uuid in self.instance_uuids:
             InstanceActionEvent.event_finish_with_failure(
                 self.context, uuid, self.event_name, exc_val=exc_val, exc_tb=tb,
-                want_result=False)
+                want_result=False, host=self.host)
         return False

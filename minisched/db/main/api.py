@@ -498,14 +498,18 @@ def action_event_finish(context, values):
     marks the action's message 'Error'. Returns the event."""
     with _begin(context) as conn:
         action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
+        # The host tells apart the same event of two attempts (a reschedule's failed host
+        # may finish after the next host started).
+        by_host = [events.c.host == values['host']] if values.get('host') else []
         event = utils.fetch(conn, events, events.c.action_id == action['id'],
-                            events.c.event == values['event'], order_by=_NEWEST_FIRST['events'])
+                            events.c.event == values['event'], *by_host,
+                            order_by=_NEWEST_FIRST['events'])
         if event is None:
             raise exception.InstanceActionEventNotFound(event=values['event'],
                                                         action_id=action['id'])
         where = [events.c.id == event['id']]
         utils.update(conn, events, where,
-                     _without(values, 'instance_uuid', 'request_id', 'event'))
+                     _without(values, 'instance_uuid', 'request_id', 'event', 'host'))
         if (values.get('result') or '').lower() == 'error':
             utils.update(conn, actions, [actions.c.id == action['id']], {'message': 'Error'})
         return utils.fetch(conn, events, *where)

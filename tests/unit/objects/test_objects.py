@@ -32,7 +32,7 @@ OBJECT_HASHES = {
     'ImageMetaProps': '1.20-338109f5644ff7e3646fd36da195d35f',
     'Instance': '2.4-b35bac39dc5608f18d23166f65b7a003',
     'InstanceAction': '1.2-fefb17d3f0f89b664eb5b800c353199e',
-    'InstanceActionEvent': '1.4-3de22e3f6929146aeaaac24bb6b89922',
+    'InstanceActionEvent': '1.5-2fe2c9fd0b404f752531f9c743c5269e',
     'InstanceActionEventList': '1.1-13d92fb953030cdbfee56481756e02be',
     'InstanceActionList': '1.1-4a53826625cc280e15fae64a575e0879',
     'InstanceFault': '1.2-eab2dc5c0aca65976dea1954de16a60a',
