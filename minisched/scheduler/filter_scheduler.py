@@ -146,7 +146,7 @@ class FilterScheduler(driver.Scheduler):
             self._set_limits(chosen, spec_obj, filters_ran)
             selected.append(chosen)
             self._consume_selected_host(chosen, spec_obj, instance_uuid)
-        self._ensure_sufficient_hosts(selected, num_instances, last_result)
+        self._ensure_sufficient_hosts(selected, num_instances, last_result, spec_obj)
         selections = self._get_alternate_hosts(selected, spec_obj, candidates, num_instances - 1,
                                                num_alts, filters_ran)
         elapsed = time.monotonic() - start
@@ -201,13 +201,12 @@ class FilterScheduler(driver.Scheduler):
                     uuid=instance_uuid,
                     instance_type_id=flavor.id if flavor.obj_attr_is_set('id') else None)
 
-    def _ensure_sufficient_hosts(self, selected, num_instances, last_result):
+    def _ensure_sufficient_hosts(self, selected, num_instances, last_result, spec_obj):
         if len(selected) >= num_instances:
             return
-        # Their consumption is undone by the next refresh from the database.
+        # Nothing is built for a request that fails as a whole: give back what it took.
         for host_state in selected:
-            host_state.updated = None
-            host_state.consumed_at = None
+            host_state.unconsume_from_request(spec_obj)
         reason = 'There are not enough hosts available.'
         explanation = last_result.explain() if last_result is not None else ''
         if explanation:

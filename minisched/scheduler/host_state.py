@@ -148,8 +148,9 @@ class HostState:
         self.updated = None
         #: When this process last consumed from the host (None: state is as last reported).
         self.consumed_at = None
-        #: The compute node row the state was last built from.
+        #: The compute node row the state was last built from, and its record object.
         self.last_record = None
+        self.last_compute = None
 
     locals().update({name: _int_column(name) for name in INT_COLUMNS})
     locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
@@ -166,6 +167,7 @@ class HostState:
         """Refresh from a compute node record, its service, aggregates and instances."""
         if compute is not None:
             with self._lock:
+                self.last_compute = compute
                 self._update_from_compute_node(compute)
         if aggregates is not None:
             self.aggregates = list(aggregates)
@@ -230,13 +232,29 @@ class HostState:
             else:
                 self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
 
-    def _consume(self, spec_obj):
+    def _consume(self, spec_obj, sign=1):
         disk_mb = (spec_obj.root_gb + spec_obj.ephemeral_gb) * 1024
-        self.free_ram_mb -= spec_obj.memory_mb
-        self.free_disk_mb -= disk_mb
-        self.vcpus_used += spec_obj.vcpus
-        self.num_instances += 1
-        self.num_io_ops += 1
+        self.free_ram_mb -= sign * spec_obj.memory_mb
+        self.free_disk_mb -= sign * disk_mb
+        self.vcpus_used += sign * spec_obj.vcpus
+        self.num_instances += sign
+        self.num_io_ops += sign
+
+    def unconsume_from_request(self, spec_obj):
+        """Give back one ``consume_from_request`` of a request that failed as a whole.
+
+        Host states outlive requests here (in Nova they were rebuilt for the next one), so a
+        failed multi-instance request must return exactly what it took, and keep what
+        earlier, successful requests consumed until the compute reports.
+        """
+        with self._lock:
+            try:
+                self._unconsume(spec_obj)
+            except Exception:
+                LOG.exception('Failed to give back a request on host %s', self.host)
+
+    def _unconsume(self, spec_obj):
+        self._consume(spec_obj, sign=-1)
 
     def __repr__(self):
         return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s' %

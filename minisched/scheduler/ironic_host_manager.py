@@ -47,6 +47,12 @@ class IronicNodeState(host_state.HostState):
         self.free_disk_mb = 0
         self.vcpus_used = self.vcpus_total
 
+    def _unconsume(self, spec_obj):
+        """A whole node comes back whole: as its last record says."""
+        self.updated = None
+        if self.last_compute is not None:
+            self._update_from_compute_node(self.last_compute)
+
 
 def _is_ironic(row):
     return (row.get('hypervisor_type') or '').lower() == fields.HVType.IRONIC

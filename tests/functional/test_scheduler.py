@@ -448,14 +448,8 @@ def set_disabled(deployment, host, disabled):
         service.save()
 
 
-# -- known bugs ---------------------------------------------------------------------------
+# -- regressions -------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=exception.NoValidHost, reason=(
-    'FilterScheduler._ensure_sufficient_hosts (minisched/scheduler/filter_scheduler.py) '
-    'keeps the consumption of the instances it selected before failing: it sets updated '
-    'and consumed_at to None and expects "the next refresh from the database" to undo it, '
-    'but HostManager.refresh only re-reads node rows changed since the last refresh, and '
-    'consumed_at None also exempts the host from the consumption TTL'))
 def test_failed_multi_instance_request_leaves_no_consumption_behind(deployment):
     # As in any deployment that runs for a while: the computes' state reports are newer
     # than c-mid's node record, so an incremental refresh does not read that record again.

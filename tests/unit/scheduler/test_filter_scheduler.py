@@ -138,14 +138,16 @@ class TestSchedule(SchedulerTestCase):
                                     None)[0][0].service_host)
         self.assertEqual({'big', 'mid'}, chosen)
 
-    def test_failed_request_undoes_consumption_marks(self):
+    def test_failed_request_gives_back_exactly_what_it_took(self):
         fs = self._scheduler(self.HOSTS)
+        big = fs.host_manager.host_state_map[('big', 'big')]
+        fs._schedule(self.ctxt, fakes.fake_spec(memory_mb=1000), None)  # an earlier claim
+        self.assertEqual(12288 - 1000, big.free_ram_mb)
         # big fits one 12000 MB instance even after overcommit; nobody fits a second.
         spec = fakes.fake_spec(memory_mb=12000, num_instances=3)
         self.assertRaises(exception.NoValidHost, fs._schedule, self.ctxt, spec, None)
-        big = fs.host_manager.host_state_map[('big', 'big')]
-        self.assertIsNone(big.updated)
-        self.assertIsNone(big.consumed_at)
+        self.assertEqual(12288 - 1000, big.free_ram_mb)
+        self.assertEqual(1, big.num_instances)
 
 
 class TestHostManagerInstanceInfo(base.TestCase):
