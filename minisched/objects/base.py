@@ -1,5 +1,6 @@
 """Versioned-object plumbing: registry, base classes, remotable dispatch and the RPC serializer."""
 import contextlib
+import logging
 
 import oslo_messaging as messaging
 from oslo_utils import versionutils
@@ -8,6 +9,8 @@ from oslo_versionedobjects import exception as ovo_exc
 from oslo_versionedobjects import fields as ovo_fields
 
 from minisched import exception
+
+LOG = logging.getLogger(__name__)
 
 remotable = ovo_base.remotable
 remotable_classmethod = ovo_base.remotable_classmethod
@@ -100,10 +103,13 @@ class MinischedObjectSerializer(ovo_base.VersionedObjectSerializer):
     def deserialize_entity(self, context, entity):
         try:
             return self._deserialize(context, entity)
-        except exception.Invalid:
+        except exception.Invalid as exc:
             if not self.server_side:
                 raise
             # A bad argument from a caller: answered with the error, not logged as our fault.
+            # One line all the same: a cast has no caller to tell, and oslo.messaging logs
+            # expected exceptions at DEBUG only (hidden by the default log levels).
+            LOG.info('Rejected a malformed object argument: %s', exc.format_message())
             raise messaging.ExpectedException()
 
     #: True in RPC servers: bad incoming objects are the caller's error (no server traceback).
