@@ -7,6 +7,7 @@ from minisched.cmd import common
 from minisched import config
 from minisched import exception
 from minisched.scheduler import manager
+from minisched.scheduler import metrics
 from minisched import service
 
 
@@ -25,6 +26,8 @@ def main(argv=None):
                                         manager_class=manager.SchedulerManager)
     except (exception.PluginNotFound, exception.SchedulerHostFilterNotFound) as exc:
         config.fail('minisched-scheduler', exc.format_message())
+    # Before the workers fork: they record into the files the parent's endpoint reads.
+    metrics.serve(conf)
     service.serve(conf, server, workers=_workers(conf))
     service.wait()
 

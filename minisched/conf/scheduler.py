@@ -23,6 +23,18 @@ alternates."""),
     cfg.IntOpt('discover_hosts_in_cells_interval', default=-1, min=-1, help="""
 Seconds between automatic host discoveries (``minisched-manage cell
 discover_hosts``) run by the scheduler. -1 disables the periodic task."""),
+    cfg.PortOpt('metrics_listen_port', default=0, help="""
+TCP port of the scheduler's Prometheus endpoint (``GET /metrics``),
+served by the parent process with the figures of every worker summed.
+0 (default) turns metrics off.
+
+Related options: ``metrics_listen_host``"""),
+    cfg.HostAddressOpt('metrics_listen_host', default='0.0.0.0', help="""
+Address the Prometheus endpoint listens on when ``metrics_listen_port`` is
+set: ``0.0.0.0`` (default) for every IPv4 address, ``127.0.0.1`` to allow
+local scrapes only, ``::`` for IPv6.
+
+Related options: ``metrics_listen_port``"""),
     cfg.IntOpt('workers', min=0, help="""
 Scheduler worker processes. Unset or 0: the number of CPUs with
 ``filter_scheduler``, otherwise 1."""),

@@ -18,6 +18,7 @@ from minisched.objects import selection as selection_obj
 from minisched import rpc
 from minisched.scheduler import driver
 from minisched.scheduler import filters
+from minisched.scheduler import metrics
 from minisched.scheduler import scheduler_options
 
 LOG = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ class FilterScheduler(driver.Scheduler):
         elapsed = time.monotonic() - start
         self.last_stats = {'seconds': elapsed, 'hosts_in': hosts_in,
                            'filter_counts': last_result.counts if last_result else []}
+        metrics.record_request(self.last_stats)
         LOG.debug('Scheduled %(n)d instance(s) over %(hosts)d host(s) in %(ms).2f ms',
                   {'n': num_instances, 'hosts': hosts_in, 'ms': elapsed * 1000})
         return selections
@@ -207,6 +209,7 @@ class FilterScheduler(driver.Scheduler):
         # Nothing is built for a request that fails as a whole: give back what it took.
         for host_state in selected:
             host_state.unconsume_from_request(spec_obj)
+        metrics.record_no_valid_host(last_result.counts if last_result is not None else None)
         reason = 'There are not enough hosts available.'
         explanation = last_result.explain() if last_result is not None else ''
         if explanation:

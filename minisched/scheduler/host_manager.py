@@ -31,6 +31,7 @@ from minisched.objects import fields
 from minisched.objects import instance as instance_obj
 from minisched.scheduler import filters
 from minisched.scheduler import host_state
+from minisched.scheduler import metrics
 from minisched.scheduler import plugins
 from minisched.scheduler import weights
 
@@ -225,6 +226,7 @@ class HostManager:
             self._expire_consumption()
             self._apply_mappings()
         self.last_refresh_seconds = time.monotonic() - start
+        metrics.record_refresh(self.last_refresh_seconds)
 
     def _scatter_gather(self, context, full, now):
         """``{cell uuid: ((services, nodes, full), None) or (None, error)}`` for every cell."""

@@ -15,25 +15,7 @@ import sys
 import tempfile
 import threading
 
-from oslo_config import cfg
-
 LOG = logging.getLogger(__name__)
-
-GROUP = 'scheduler'
-OPTS = [
-    cfg.PortOpt('metrics_listen_port', default=0, help="""
-TCP port of the scheduler's Prometheus endpoint (``GET /metrics``),
-served by the parent process with the figures of every worker summed.
-0 (default) turns metrics off.
-
-Related options: ``metrics_listen_host``"""),
-    cfg.HostAddressOpt('metrics_listen_host', default='0.0.0.0', help="""
-Address the Prometheus endpoint listens on when ``metrics_listen_port`` is
-set: ``0.0.0.0`` (default) for every IPv4 address, ``127.0.0.1`` to allow
-local scrapes only, ``::`` for IPv6.
-
-Related options: ``metrics_listen_port``"""),
-]
 
 #: Environment variable of prometheus_client's multiprocess mode.
 MULTIPROC_ENV = 'PROMETHEUS_MULTIPROC_DIR'
@@ -45,14 +27,6 @@ _HOSTS_BUCKETS = (1, 10, 100, 1000, 5000, 10000, 25000, 50000, 100000)
 _lock = threading.Lock()
 _state = {'enabled': False, 'metrics': None, 'registry': None, 'dir': None, 'own_dir': False,
           'set_env': False, 'server': None}
-
-
-def register_opts(conf):
-    conf.register_opts(OPTS, group=GROUP)
-
-
-def list_opts():
-    return {GROUP: OPTS}
 
 
 class _Metrics:
@@ -210,14 +184,19 @@ def serve(conf):
     own = not directory
     if own:
         directory = tempfile.mkdtemp(prefix='minisched-scheduler-metrics-')
+        creator = os.getpid()  # forked workers inherit atexit hooks; only the parent cleans
+        atexit.register(lambda: os.getpid() == creator and shutil.rmtree(directory, True))
     enable(directory)
     _state['own_dir'] = own
-    server, _thread = prom.start_http_server(port, addr=conf.scheduler.metrics_listen_host,
-                                             registry=_exposition_registry())
+    host = conf.scheduler.metrics_listen_host
+    try:
+        server, _thread = prom.start_http_server(port, addr=host,
+                                                 registry=_exposition_registry())
+    except OSError as exc:
+        LOG.error('Cannot serve scheduler metrics on %(host)s:%(port)d: %(error)s',
+                  {'host': host, 'port': port, 'error': exc})
+        raise
     _state['server'] = server
-    creator = os.getpid()
-    atexit.register(lambda: os.getpid() == creator and disable())
     LOG.info('Scheduler metrics on http://%(host)s:%(port)d/metrics (multiprocess files in '
-             '%(dir)s)', {'host': conf.scheduler.metrics_listen_host, 'port': port,
-                          'dir': directory})
+             '%(dir)s)', {'host': host, 'port': port, 'dir': directory})
     return server

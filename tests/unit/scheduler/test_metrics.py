@@ -16,7 +16,6 @@ class TestMetrics(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf.register_opts(metrics.OPTS, group=metrics.GROUP)
         self.addCleanup(metrics.disable)
         self.directory = tempfile.mkdtemp(prefix='minisched-test-metrics-')
         self.addCleanup(shutil.rmtree, self.directory, True)
