@@ -272,6 +272,9 @@ def test_compute_killed_mid_build_leaves_no_instance_building_forever(cluster):
     # ERROR by the compute when it started again; never left BUILDING.
     assert faults[killed] in ([], ['Instance build timed out. Set to error state.']), faults
     assert _instance(cluster, killed)['task_state'] is None
+    print('\nkilled mid-build: ERROR %s; slow build on a live compute: ERROR by the build '
+          'timeout' % ('by the build timeout' if faults[killed] else
+                       'when its compute started again (_init_instance)'))
 
 
 def _wait_nodes(cluster, count):

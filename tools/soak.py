@@ -1,0 +1,562 @@
+"""Soak: a local cluster of 200 fake computes under continuous builds and deletes.
+
+Runs the conductor, a scheduler with two workers and ``--computes`` fake computes (25 per
+process, ``benchmarks/multi_compute.py``) on a vhost of their own and on PostgreSQL (SQLite
+with ``--db sqlite``), then several client processes create and delete servers through the
+compute API for ``--minutes``. Every 10 s it prints progress and the schedulers' RSS; at the
+end: throughput, p50/p99 build and delete latencies, errors, RSS over time, and a consistency
+check:
+
+* every live instance's host in the database is where the schedulers track it: asked with
+  the ``same_host`` hint (SameHostFilter reads the scheduler's own instance info), each
+  scheduler worker must answer exactly that host (each instance is asked twice, so both
+  workers are very likely asked; a worker's tracking is not otherwise visible over RPC);
+* deleted instances are forgotten by the schedulers (``same_host`` of a deleted instance
+  finds no host);
+* no compute node holds more than its capacity times its allocation ratios, counted from
+  the node record and from the instances on it.
+
+Cells: minisched sends every service's database calls to the one ``conductor`` topic of its
+single transport URL (there is no per-cell message queue and no cell conductor, unlike
+Nova), so computes cannot live in two cells at once; the soak runs one cell (cell1) plus cell0,
+where unschedulable builds are buried. ``--cells`` is kept for when that changes.
+
+Usage: ``python tools/soak.py --minutes 10`` (a few minutes of set-up come on top).
+"""
+import argparse
+import collections
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+BROKER = os.environ.get('MINISCHED_SOAK_TRANSPORT_URL', 'rabbit://guest:guest@127.0.0.1:5672/')
+PG_ADMIN = os.environ.get('MINISCHED_SOAK_PG_URL',
+                          'postgresql+psycopg2://postgres@127.0.0.1:5432/postgres')
+#: (name, memory_mb, vcpus, root_gb) of the flavors the clients boot.
+FLAVORS = (('soak.small', 512, 1, 5), ('soak.medium', 2048, 2, 20), ('soak.large', 4096, 4, 40))
+#: (vcpus, memory_mb, local_gb) of the computes, cycled.
+SIZES = ((8, 16384, 200), (16, 32768, 400), (32, 65536, 800))
+BUILD_TIMEOUT = 180
+SAMPLE_SECONDS = 10
+
+
+def say(message):
+    print(time.strftime('%H:%M:%S'), message, flush=True)
+
+
+def script(name):
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    return beside if os.path.exists(beside) else name
+
+
+# -- broker and databases ---------------------------------------------------------------------
+
+class Vhost:
+    def __init__(self):
+        self.name = 'minisched-soak-%d' % os.getpid()
+        url = urllib.parse.urlsplit(BROKER)
+        self._ctl('add_vhost', self.name)
+        self._ctl('set_permissions', '-p', self.name,
+                  urllib.parse.unquote(url.username or 'guest'), '.*', '.*', '.*')
+        self.url = urllib.parse.urlunsplit(url._replace(path='/' + self.name))
+
+    @staticmethod
+    def _ctl(*args):
+        subprocess.run(['rabbitmqctl', '-q'] + list(args), check=True, capture_output=True,
+                       timeout=60)
+
+    def delete(self):
+        self._ctl('delete_vhost', self.name)
+
+
+class Databases:
+    """api, cell1 and cell0 databases on PostgreSQL (or SQLite files), dropped at the end."""
+
+    def __init__(self, kind, workdir):
+        import sqlalchemy as sa
+        self.kind = kind
+        prefix = 'minisched_soak_%s' % uuid.uuid4().hex[:8]
+        if kind == 'sqlite':
+            self.urls = {name: 'sqlite:///%s/%s.sqlite' % (workdir, name)
+                         for name in ('api', 'cell1', 'cell1_cell0')}
+            self.urls['cell0'] = self.urls.pop('cell1_cell0')
+            return
+        self.admin = sa.create_engine(PG_ADMIN, isolation_level='AUTOCOMMIT',
+                                      poolclass=sa.pool.NullPool)
+        names = {'api': prefix + '_api', 'cell1': prefix, 'cell0': prefix + '_cell0'}
+        with self.admin.connect() as conn:
+            for name in names.values():
+                conn.execute(sa.text('CREATE DATABASE "%s"' % name))
+        self.names = names
+        self.urls = {key: self.admin.url.set(database=name).render_as_string(
+            hide_password=False) for key, name in names.items()}
+
+    def sync(self):
+        from minisched.db import migration
+        migration.db_sync(self.urls['api'], 'api')
+        migration.db_sync(self.urls['cell1'], 'main')
+        migration.db_sync(self.urls['cell0'], 'main')
+
+    def drop(self):
+        from minisched.db import engines
+        engines.dispose_all()
+        if self.kind == 'sqlite':
+            return
+        import sqlalchemy as sa
+        with self.admin.connect() as conn:
+            for name in self.names.values():
+                conn.execute(sa.text('SELECT pg_terminate_backend(pid) FROM pg_stat_activity '
+                                     'WHERE datname = :n AND pid <> pg_backend_pid()'),
+                             {'n': name})
+                conn.execute(sa.text('DROP DATABASE IF EXISTS "%s"' % name))
+
+
+def query(url, sql, **params):
+    import sqlalchemy as sa
+    from minisched.db import engines
+    statement = sa.text(sql)
+    if 'uuids' in params:
+        statement = statement.bindparams(sa.bindparam('uuids', expanding=True))
+    with engines.engine_for_url(url).connect() as conn:
+        return [dict(row) for row in conn.execute(statement, params).mappings()]
+
+
+# -- the cluster ---------------------------------------------------------------------------------
+
+class Cluster:
+    def __init__(self, workdir, transport_url, dbs, computes, per_process):
+        from minisched.conf import filter_scheduler
+        self.workdir = workdir
+        self.dbs = dbs
+        self.procs = {}
+        self.hosts = ['soak-%03d' % (i + 1) for i in range(computes)]
+        filters = list(filter_scheduler.DEFAULT_FILTERS) + ['SameHostFilter']
+        self.conf = self._write('minisched', {
+            'DEFAULT': {'transport_url': transport_url, 'state_path': workdir,
+                        'report_interval': 10, 'service_down_time': 60,
+                        'reserved_host_memory_mb': 512},
+            # PostgreSQL allows 100 connections in all: the conductor's two workers get up
+            # to 16 each, the scheduler's and the clients' far fewer (their own files).
+            'database': {'connection': dbs.urls['cell1'], 'max_pool_size': 6,
+                         'max_overflow': 2},
+            'api_database': {'connection': dbs.urls['api'], 'max_pool_size': 6,
+                             'max_overflow': 2},
+            'conductor': {'workers': 2},
+            'scheduler': {'workers': 2, 'discover_hosts_in_cells_interval': -1},
+            'filter_scheduler': {'enabled_filters': ','.join(filters)},
+        })
+        small_pools = {'max_pool_size': 2, 'max_overflow': 1}
+        self.small_pools = self._write('small-pools', {'database': small_pools,
+                                                       'api_database': small_pools})
+        self.groups = [self.hosts[i:i + per_process]
+                       for i in range(0, len(self.hosts), per_process)]
+
+    def _write(self, name, sections):
+        path = os.path.join(self.workdir, name + '.conf')
+        with open(path, 'w') as f:
+            for section, options in sections.items():
+                f.write('[%s]\n' % section)
+                f.writelines('%s = %s\n' % item for item in options.items())
+        return path
+
+    def _start(self, name, command):
+        log = open(os.path.join(self.workdir, name + '.log'), 'w')
+        self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            cwd=REPO)
+
+    def log(self, name):
+        with open(os.path.join(self.workdir, name + '.log'), errors='replace') as f:
+            return f.read()
+
+    def wait_log(self, name, text, count, timeout=300):
+        deadline = time.monotonic() + timeout
+        while self.log(name).count(text) < count:
+            if self.procs[name].poll() is not None:
+                raise RuntimeError('%s exited:\n%s' % (name, self.log(name)[-3000:]))
+            if time.monotonic() > deadline:
+                raise RuntimeError('%s not ready after %ss' % (name, timeout))
+            time.sleep(1)
+
+    def start(self):
+        self._start('conductor', [script('minisched-conductor'), '--config-file', self.conf])
+        self.wait_log('conductor', 'minisched-conductor ready', 2)
+        self._start('scheduler', [script('minisched-scheduler'), '--config-file', self.conf,
+                                  '--config-file', self.small_pools])
+        launcher = os.path.join(REPO, 'benchmarks', 'multi_compute.py')
+        if not os.path.exists(launcher):
+            raise RuntimeError('benchmarks/multi_compute.py (many computes per process) is '
+                               'missing: 200 minisched-compute processes would not fit')
+        for index, hosts in enumerate(self.groups):
+            sizes = ','.join('%s:%d/%d/%d' % ((host,) + SIZES[i % len(SIZES)])
+                             for i, host in enumerate(hosts))
+            conf = self._write('computes%d' % index, {'fake_driver': {'host_sizes': sizes}})
+            self._start('computes%d' % index, [sys.executable, '-m', 'benchmarks.multi_compute',
+                                               '--config-file', self.conf,
+                                               '--config-file', conf])
+        self.wait_log('scheduler', 'minisched-scheduler ready', 2)
+        for index, hosts in enumerate(self.groups):
+            self.wait_log('computes%d' % index, 'minisched-compute ready', len(hosts))
+
+    def manage(self, *args):
+        result = subprocess.run([script('minisched-manage'), '--config-file', self.conf] +
+                                [str(a) for a in args], capture_output=True, text=True,
+                                timeout=300)
+        if result.returncode:
+            raise RuntimeError('manage %s: %s%s' % (args, result.stdout, result.stderr))
+        return result.stdout
+
+    def scheduler_pids(self):
+        launcher = self.procs['scheduler'].pid
+        return [launcher] + children(launcher)
+
+    def stop(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 30
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def children(pid):
+    found = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/stat' % entry) as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != 'Z':
+                found.append(int(entry))
+    return sorted(found)
+
+
+def rss_mb(pid):
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+# -- client processes --------------------------------------------------------------------------
+
+def client_main(conf_files, cell_urls, deadline, seed, live_target, events):
+    """Create servers and delete the oldest ones until ``deadline``; events go to the queue."""
+    # No eventlet monkey patching here: it would turn the queue's feeder thread into a green
+    # thread waiting on a lock made before the patching, and hang the client.
+    from minisched import config
+    from minisched import context
+    from minisched.compute import api as compute_api
+    from minisched.db import engines
+    from minisched import objects
+    from minisched.objects import flavor as flavor_obj
+    config.parse_args(['soak-client', '--config-file', conf_files[0],
+                       '--config-file', conf_files[1]])
+    objects.register_all()
+    engines.configure(config.CONF)
+    api = compute_api.API(config.CONF)
+    ctxt = context.RequestContext(user_id='soak', project_id='soak', is_admin=True)
+    flavors = [flavor_obj.Flavor.get_by_name(ctxt, name) for name, *_ in FLAVORS]
+    rng = random.Random(seed)
+    live = collections.deque()
+    while time.time() < deadline:
+        count = rng.randint(1, 3)
+        started = time.monotonic()
+        try:
+            uuids = api.create(ctxt, rng.choice(flavors), num_instances=count)
+        except Exception as exc:
+            events.put(('error', 'create: %s' % exc))
+            time.sleep(1)
+            continue
+        for state, instance_uuid in _wait_built(cell_urls, uuids):
+            events.put(('build', time.monotonic() - started, state, instance_uuid))
+            if state == 'active':
+                live.append(instance_uuid)
+        while len(live) > live_target:
+            instance_uuid = live.popleft()
+            started = time.monotonic()
+            try:
+                api.delete(ctxt, instance_uuid)
+                ok = _wait_deleted(cell_urls['cell1'], instance_uuid)
+                events.put(('delete', time.monotonic() - started, ok, instance_uuid))
+            except Exception as exc:
+                events.put(('error', 'delete %s: %s' % (instance_uuid, exc)))
+    events.put(('done', seed))
+
+
+def _wait_built(cell_urls, uuids):
+    pending = set(uuids)
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    done = []
+    while pending and time.monotonic() < deadline:
+        for url in (cell_urls['cell1'], cell_urls['cell0']):
+            rows = query(url, 'SELECT uuid, vm_state FROM instances WHERE uuid IN :uuids',
+                         uuids=list(pending)) if pending else []
+            for row in rows:
+                if row['vm_state'] in ('active', 'error'):
+                    done.append((row['vm_state'], row['uuid']))
+                    pending.discard(row['uuid'])
+        time.sleep(0.1)
+    return done + [('timeout', u) for u in pending]
+
+
+def _wait_deleted(url, instance_uuid, timeout=BUILD_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = query(url, 'SELECT deleted FROM instances WHERE uuid = :u', u=instance_uuid)
+        if not rows or rows[0]['deleted']:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# -- consistency ----------------------------------------------------------------------------
+
+def consistency(cluster, deleted_sample):
+    """(problems, counts) of the checks listed in the module docstring."""
+    import oslo_messaging as messaging
+    from minisched import config
+    from minisched import context
+    from minisched import exception
+    from minisched import objects
+    from minisched.objects import image_meta
+    from minisched import rpc
+    config.parse_args(['soak', '--config-file', cluster.conf])
+    objects.register_all()
+    client = rpc.get_client(messaging.Target(topic='scheduler', version='4.5')).prepare(
+        timeout=60)
+    ctxt = context.get_admin_context()
+    flavor = objects.Flavor(id=0, flavorid='soak-probe', name='probe', memory_mb=1, vcpus=1,
+                            root_gb=0, ephemeral_gb=0, swap=0, extra_specs={})
+
+    def tracked_on(instance_uuid):
+        spec = objects.RequestSpec(
+            flavor=flavor, image=image_meta.ImageMeta.from_dict({}), num_instances=1,
+            project_id='soak', user_id='soak', instance_uuid=str(uuid.uuid4()),
+            scheduler_hints={'same_host': [instance_uuid]}, ignore_hosts=None,
+            force_hosts=None, force_nodes=None, retry=None, limits=None, instance_group=None,
+            availability_zone=None, requested_destination=None)
+        try:
+            return [s['host'] for s in client.call(
+                ctxt, 'select_destinations', spec_obj=spec, instance_uuids=None,
+                return_objects=False, return_alternates=False)]
+        except exception.NoValidHost:
+            return []
+
+    cell = cluster.dbs.urls['cell1']
+    problems = []
+    live = query(cell, "SELECT uuid, host FROM instances WHERE deleted = 0 AND host IS NOT "
+                       "NULL AND vm_state = 'active'")
+    for row in live:
+        for _ in range(2):
+            found = tracked_on(row['uuid'])
+            if found != [row['host']]:
+                problems.append('instance %s on %s in the DB, scheduler has it on %s'
+                                % (row['uuid'], row['host'], found or 'no host'))
+    for instance_uuid in deleted_sample:
+        found = tracked_on(instance_uuid)
+        if found:
+            problems.append('deleted instance %s still tracked on %s' % (instance_uuid, found))
+    nodes = query(cell, 'SELECT host, vcpus, memory_mb, local_gb, vcpus_used, memory_mb_used, '
+                        'local_gb_used, cpu_allocation_ratio, ram_allocation_ratio, '
+                        'disk_allocation_ratio FROM compute_nodes WHERE deleted = 0')
+    sums = {r['host']: r for r in query(
+        cell, 'SELECT host, SUM(vcpus) AS vcpus, SUM(memory_mb) AS memory_mb, '
+              'SUM(root_gb + ephemeral_gb) AS disk FROM instances WHERE deleted = 0 AND host '
+              'IS NOT NULL GROUP BY host')}
+    for node in nodes:
+        ratio = lambda name, default: node[name] or default  # noqa: E731
+        limits = (node['vcpus'] * ratio('cpu_allocation_ratio', 16.0),
+                  node['memory_mb'] * ratio('ram_allocation_ratio', 1.5),
+                  node['local_gb'] * ratio('disk_allocation_ratio', 1.0))
+        used = (node['vcpus_used'], node['memory_mb_used'], node['local_gb_used'])
+        placed = sums.get(node['host'], {'vcpus': 0, 'memory_mb': 0, 'disk': 0})
+        for what, limit, value in zip(('vcpus', 'memory_mb', 'local_gb'), limits, used):
+            if value > limit:
+                problems.append('%s: %s used %s > limit %s' % (node['host'], what, value, limit))
+        for what, limit, value in zip(('vcpus', 'memory_mb', 'local_gb'), limits,
+                                      (placed['vcpus'], placed['memory_mb'], placed['disk'])):
+            if (value or 0) > limit:
+                problems.append('%s: instances hold %s %s > limit %s'
+                                % (node['host'], value, what, limit))
+    rpc.cleanup()
+    return problems, {'live instances checked': len(live), 'deleted checked':
+                      len(deleted_sample), 'nodes checked': len(nodes)}
+
+
+# -- main -------------------------------------------------------------------------------------
+
+def percentile(values, p):
+    if not values:
+        return float('nan')
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100.0 * (len(ordered) - 1))))]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--minutes', type=float, default=10)
+    parser.add_argument('--computes', type=int, default=200)
+    parser.add_argument('--per-process', type=int, default=25)
+    parser.add_argument('--clients', type=int, default=4)
+    parser.add_argument('--live-per-client', type=int, default=40,
+                        help='Servers each client keeps; past that it deletes its oldest.')
+    parser.add_argument('--cells', type=int, default=1, choices=(1,),
+                        help='Only 1: see "Cells" in the module docstring.')
+    parser.add_argument('--db', choices=('postgresql', 'sqlite'), default='postgresql')
+    parser.add_argument('--keep', action='store_true', help='Keep the work directory.')
+    args = parser.parse_args(argv)
+    # Stopped from outside (timeout, Ctrl-C): clean up the services, databases and vhost too.
+    signal.signal(signal.SIGTERM, _interrupted)
+
+    workdir = tempfile.mkdtemp(prefix='minisched-soak-')
+    say('work directory %s' % workdir)
+    vhost = Vhost()
+    dbs = Databases(args.db, workdir)
+    cluster = None
+    try:
+        dbs.sync()
+        cluster = Cluster(workdir, vhost.url, dbs, args.computes, args.per_process)
+        set_up = time.monotonic()
+        say('starting conductor, scheduler (2 workers) and %d computes in %d processes'
+            % (args.computes, len(cluster.groups)))
+        cluster.start()
+        deadline = time.monotonic() + 120
+        while len(query(dbs.urls['cell1'], 'SELECT id FROM compute_nodes')) < args.computes:
+            if time.monotonic() > deadline:
+                raise RuntimeError('compute node records missing')
+            time.sleep(2)
+        cluster.manage('cell', 'simple_cell_setup')
+        for name, ram, vcpus, disk in FLAVORS:
+            cluster.manage('flavor', 'create', name, '--ram', ram, '--vcpus', vcpus,
+                           '--disk', disk)
+        time.sleep(12)  # first state reports (ComputeFilter) and host mappings seen
+        say('cluster up in %.0fs; %d clients for %.1f min' % (
+            time.monotonic() - set_up, args.clients, args.minutes))
+        return run(cluster, dbs, args)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        dbs.drop()
+        vhost.delete()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt('SIGTERM')
+
+
+def run(cluster, dbs, args):
+    ctx = multiprocessing.get_context('spawn')
+    events = ctx.Queue()
+    end = time.time() + args.minutes * 60
+    cells = {'cell1': dbs.urls['cell1'], 'cell0': dbs.urls['cell0']}
+    clients = [ctx.Process(target=client_main, args=(
+        (cluster.conf, cluster.small_pools), cells, end, seed, args.live_per_client, events),
+        daemon=True) for seed in range(args.clients)]
+    for proc in clients:
+        proc.start()
+    builds, deletes, errors, rss = [], [], [], []
+    started = time.monotonic()
+    next_sample = 0.0
+    done = 0
+    hard_stop = started + args.minutes * 60 + 2 * BUILD_TIMEOUT
+    while done < len(clients):
+        now = time.monotonic() - started
+        if time.monotonic() > hard_stop:
+            errors.append('%d client(s) still running long after the end: stopped'
+                          % (len(clients) - done))
+            break
+        if now >= next_sample:
+            pids = cluster.scheduler_pids()
+            sample = [rss_mb(pid) for pid in pids]
+            rss.append((now, sum(sample), sample))
+            active = sum(1 for b in builds if b[1] == 'active')
+            say('t=%4.0fs builds %d (active %d, error %d, timeout %d) deletes %d errors %d '
+                'scheduler RSS %.0f MB %s' % (
+                    now, len(builds), active, sum(1 for b in builds if b[1] == 'error'),
+                    sum(1 for b in builds if b[1] == 'timeout'), len(deletes), len(errors),
+                    sum(sample), ['%.0f' % s for s in sample]))
+            next_sample += SAMPLE_SECONDS
+        try:
+            event = events.get(timeout=1)
+        except Exception:
+            if all(p.exitcode is not None for p in clients):
+                break
+            continue
+        kind = event[0]
+        if kind == 'build':
+            builds.append(event[1:])
+        elif kind == 'delete':
+            deletes.append(event[1:])
+        elif kind == 'error':
+            errors.append(event[1])
+        elif kind == 'done':
+            done += 1
+    elapsed = time.monotonic() - started
+    for proc in clients:
+        proc.join(timeout=60)
+        if proc.is_alive():
+            proc.kill()
+    say('load over; letting in-flight work settle')
+    time.sleep(5)
+    deleted = [d[2] for d in deletes if d[1]]
+    problems, checked = consistency(cluster, random.Random(0).sample(
+        deleted, min(50, len(deleted))))
+    return report(args, elapsed, builds, deletes, errors, rss, problems, checked)
+
+
+def report(args, elapsed, builds, deletes, errors, rss, problems, checked):
+    build_times = [b[0] for b in builds if b[1] == 'active']
+    delete_times = [d[0] for d in deletes if d[1]]
+    print('\n==== soak report: %d computes, %d clients, %.1f min of load ====' % (
+        args.computes, args.clients, elapsed / 60))
+    print('builds     %6d  (%.1f/min)  active %d, error %d, timed out %d' % (
+        len(builds), len(builds) / elapsed * 60, len(build_times),
+        sum(1 for b in builds if b[1] == 'error'), sum(1 for b in builds if b[1] == 'timeout')))
+    print('  latency create->ACTIVE  p50 %.2fs  p99 %.2fs  max %.2fs' % (
+        percentile(build_times, 50), percentile(build_times, 99),
+        max(build_times) if build_times else float('nan')))
+    print('deletes    %6d  (%.1f/min)  failed %d' % (
+        len(deletes), len(deletes) / elapsed * 60, sum(1 for d in deletes if not d[1])))
+    print('  latency delete->gone    p50 %.2fs  p99 %.2fs' % (
+        percentile(delete_times, 50), percentile(delete_times, 99)))
+    print('errors     %6d  %s' % (len(errors), errors[:5]))
+    print('scheduler RSS (launcher + workers, MB) over time:')
+    for now, total, sample in rss[::max(1, len(rss) // 12)] + rss[-1:]:
+        print('  t=%5.0fs  %7.1f  %s' % (now, total, ' '.join('%.0f' % s for s in sample)))
+    print('consistency: %s' % ', '.join('%s %d' % item for item in checked.items()))
+    if problems:
+        print('  %d PROBLEMS:' % len(problems))
+        for problem in problems[:20]:
+            print('   ', problem)
+    else:
+        print('  OK: every live instance tracked on its DB host by the schedulers, deleted '
+              'ones forgotten, no node over its allocation ratios')
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
