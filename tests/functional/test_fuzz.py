@@ -47,6 +47,7 @@ CALL_TIMEOUT = 20
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 LOG_MARKERS = ('Exception during message handling', 'Failed to process message')
+ORPHAN_REPLY_TIMEOUT = 5
 
 
 # -- the cluster ------------------------------------------------------------------------------
@@ -170,7 +171,11 @@ def fuzz_module(request, tmp_path_factory):
     db_url, drop = db_fixtures.make_db(fixtures.default_backend(monkeypatch))
     request.addfinalizer(drop)
     cluster = base.Cluster(tmp_path_factory.mktemp('fuzz'), url, db_url, own_vhost=True,
-                           conf={'DEFAULT': {'debug': 'true'}})
+                           conf={'DEFAULT': {'debug': 'true'},
+                                 # replies to a gone caller: given up after 5 s, not 60 s
+                                 'oslo_messaging_rabbit': {
+                                     'kombu_missing_consumer_retry_timeout':
+                                     ORPHAN_REPLY_TIMEOUT}})
     request.addfinalizer(cluster.stop_all)
     cluster.sync_db()
     cluster.start_conductor()
@@ -451,7 +456,8 @@ def test_unknown_methods_versions_and_contexts_get_precise_errors(fuzz, record_p
     @given(contexts)
     def bad_context(ctxt):
         client = fuzz.client(topic, version, namespace=namespace, server=server)
-        fuzz.call(endpoint, client, 'fuzz_no_such_method', {}, ctxt=ctxt)
+        # a known method, so that the garbage context is deserialized before any reply
+        fuzz.call(endpoint, client, known, {}, ctxt=ctxt)
     bad_context()
     fuzz.assert_alive_and_serving()
     fuzz.report(record_property, endpoint)
@@ -504,9 +510,9 @@ MALFORMED_BODIES = [
     b'{' * 10 + b'truncated',
 ]
 #: A call whose reply queue does not exist (its caller is gone). The server answers it, and
-#: oslo.messaging retries that reply for ``kombu_missing_consumer_retry_timeout`` (60 s), so a
-#: service stopping meanwhile waits for it: sent to the scheduler only, whose workers stop at
-#: once, to keep the teardown short.
+#: oslo.messaging retries that reply for ``kombu_missing_consumer_retry_timeout`` (60 s by
+#: default, ORPHAN_REPLY_TIMEOUT here), then abandons it with an ERROR line; a service stopping
+#: meanwhile waits for it.
 ORPHAN_CALL = json.dumps({'oslo.version': '2.0', 'oslo.message': json.dumps(
     {'method': 'select_destinations', 'args': {}, 'version': '4.5',
      '_msg_id': uuid.uuid4().hex, '_reply_q': 'reply_' + uuid.uuid4().hex,
@@ -522,8 +528,7 @@ def test_malformed_envelopes_are_skipped_with_a_log_line(fuzz, record_property):
     try:
         channel = connection.channel()
         for routing_key in ('conductor', 'scheduler', 'compute.%s' % fs.HOST):
-            bodies = MALFORMED_BODIES + ([ORPHAN_CALL] if routing_key == 'scheduler' else [])
-            for body in bodies:
+            for body in MALFORMED_BODIES + [ORPHAN_CALL]:
                 channel.basic_publish(fuzz.cluster.control_exchange, routing_key, body,
                                       pika.BasicProperties(content_type='application/json'))
                 fuzz._count(endpoint, 'published')
@@ -533,6 +538,9 @@ def test_malformed_envelopes_are_skipped_with_a_log_line(fuzz, record_property):
         # At least the undecodable bodies are logged as skipped by each service.
         base.wait_for(lambda: _markers(fuzz.cluster.log(name)) >= markers_before[name] + 3,
                       30, message='%s to log the malformed messages' % name)
+        # The orphan call was answered, and its reply abandoned with a log line.
+        resilience.wait_log(fuzz.cluster, name, 'due to a missing queue',
+                            timeout=ORPHAN_REPLY_TIMEOUT + 20)
     fuzz.assert_alive_and_serving()
     fuzz.report(record_property, endpoint)
 
