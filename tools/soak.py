@@ -16,10 +16,13 @@ check:
 * no compute node holds more than its capacity times its allocation ratios, counted from
   the node record and from the instances on it.
 
-Cells: minisched sends every service's database calls to the one ``conductor`` topic of its
-single transport URL (there is no per-cell message queue and no cell conductor, unlike
-Nova), so computes cannot live in two cells at once; the soak runs one cell (cell1) plus cell0,
-where unschedulable builds are buried. ``--cells`` is kept for when that changes.
+Cells: a second cell needs a message queue of its own (one ``conductor`` topic per vhost:
+in a shared vhost cell2's computes would be served by cell1's conductor and write to cell1's
+database), but minisched's conductor casts ``build_and_run_instance`` on its single transport
+(no per-cell transport as Nova's ``target_cell`` gives), so it cannot build on a compute of
+another vhost; scheduling across two cells works (tests/functional/test_cells.py), building
+and deleting there does not. The soak therefore runs one cell (cell1) plus cell0, where
+unschedulable builds are buried; ``--cells`` is kept for when that changes.
 
 Usage: ``python tools/soak.py --minutes 10`` (a few minutes of set-up come on top).
 """
