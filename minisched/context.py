@@ -28,9 +28,11 @@ class RequestContext(context.RequestContext):
         self.user_name = user_name
         self.project_name = project_name
         self.service_catalog = service_catalog or []
-        #: Set by ``target_cell``: the cell this context's DB calls go to (None: [database]).
+        #: Set by ``target_cell``: the cell this context's DB calls go to (None: [database]),
+        #: and its message bus when it has one of its own (RPC clients follow it).
         self.cell_uuid = None
         self.db_connection = None
+        self.transport_url = None
 
     def to_dict(self):
         values = super().to_dict()
@@ -92,4 +94,10 @@ def target_cell(context, cell_mapping):
             from minisched.objects import cell_mapping as cell_mapping_obj
             url = cell_mapping_obj.format_url(url, engines.configured_url(engines.MAIN))
         cctxt.db_connection = url
+        mq = getattr(cell_mapping, 'transport_url', None)
+        if mq and '{' in mq:
+            from minisched import rpc
+            from minisched.objects import cell_mapping as cell_mapping_obj
+            mq = cell_mapping_obj.format_url(mq, rpc._CONF.transport_url if rpc._CONF else None)
+        cctxt.transport_url = mq if mq and not mq.startswith('none:') else None
     yield cctxt

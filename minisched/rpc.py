@@ -17,6 +17,9 @@ ALLOWED_EXMODS = ['minisched.exception']
 TRANSPORT = None
 NOTIFICATION_TRANSPORT = None
 NOTIFIER = None
+_CONF = None
+#: Transports of other cells' message buses, by URL (see ClientRouter).
+_CELL_TRANSPORTS = {}
 
 
 def set_defaults(control_exchange=CONTROL_EXCHANGE):
@@ -26,7 +29,8 @@ def set_defaults(control_exchange=CONTROL_EXCHANGE):
 def init(conf, url=None):
     """Create the process's transports and notifier from ``conf`` (``url`` overrides
     ``transport_url``, e.g. ``fake://`` in tests)."""
-    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
+    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, _CONF
+    _CONF = conf
     TRANSPORT = messaging.get_rpc_transport(conf, url=url,
                                             allowed_remote_exmods=ALLOWED_EXMODS)
     NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
@@ -41,9 +45,10 @@ def init(conf, url=None):
 
 def cleanup():
     global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
-    for transport in (TRANSPORT, NOTIFICATION_TRANSPORT):
+    for transport in [TRANSPORT, NOTIFICATION_TRANSPORT] + list(_CELL_TRANSPORTS.values()):
         if transport is not None:
             transport.cleanup()
+    _CELL_TRANSPORTS.clear()
     TRANSPORT = NOTIFICATION_TRANSPORT = NOTIFIER = None
 
 
@@ -90,6 +95,30 @@ def get_client(target, version_cap=None, serializer=None):
     assert TRANSPORT is not None, 'rpc.init() was not called'
     return messaging.get_rpc_client(TRANSPORT, target, version_cap=version_cap,
                                     serializer=serializer or get_serializer())
+
+
+class ClientRouter:
+    """RPC clients that follow the request context to its cell's message bus.
+
+    Nova's ClientRouter: a context targeted at a cell with a transport URL of its own
+    (``target_cell``) gets a client on that bus; any other context the default client.
+    """
+
+    def __init__(self, target, version_cap=None):
+        self.target = target
+        self.version_cap = version_cap
+        self.default_client = get_client(target, version_cap=version_cap)
+
+    def client(self, context):
+        url = getattr(context, 'transport_url', None)
+        if not url or TRANSPORT is None or url == _CONF.transport_url:
+            return self.default_client
+        transport = _CELL_TRANSPORTS.get(url)
+        if transport is None:
+            transport = _CELL_TRANSPORTS[url] = messaging.get_rpc_transport(
+                _CONF, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+        return messaging.get_rpc_client(transport, self.target, version_cap=self.version_cap,
+                                        serializer=get_serializer())
 
 
 def get_server(target, endpoints, serializer=None):

@@ -36,7 +36,7 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 def _default_compute_api(conf):
     manage_flavor.init_rpc(conf)
     api = compute_api.API(conf)
-    manage_flavor.bounded(api.compute_task_api.client, api.compute_rpcapi.client)
+    manage_flavor.bounded(api.compute_task_api.client, api.compute_rpcapi.router.default_client)
     return api
 
 

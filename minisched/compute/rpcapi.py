@@ -13,7 +13,7 @@ class ComputeAPI:
 
     def __init__(self, conf):
         target = messaging.Target(topic='compute', version='5.0')
-        self.client = rpc.get_client(target, version_cap=rpc.version_cap(conf, 'compute'))
+        self.router = rpc.ClientRouter(target, version_cap=rpc.version_cap(conf, 'compute'))
 
     def build_and_run_instance(self, ctxt, instance, host, image, request_spec,
                                filter_properties, admin_password=None, injected_files=None,
@@ -22,7 +22,7 @@ class ComputeAPI:
                                host_list=None):
         if limits is not None and hasattr(limits, 'to_dict'):
             limits = limits.to_dict()
-        cctxt = self.client.prepare(server=host, version='5.0')
+        cctxt = self.router.client(ctxt).prepare(server=host, version='5.0')
         cctxt.cast(ctxt, 'build_and_run_instance', instance=instance, image=image,
                    request_spec=request_spec, filter_properties=filter_properties,
                    admin_password=admin_password, injected_files=injected_files,
@@ -31,9 +31,9 @@ class ComputeAPI:
                    host_list=host_list)
 
     def terminate_instance(self, ctxt, instance, bdms):
-        cctxt = self.client.prepare(server=instance.host, version='5.0')
+        cctxt = self.router.client(ctxt).prepare(server=instance.host, version='5.0')
         cctxt.cast(ctxt, 'terminate_instance', instance=instance, bdms=bdms)
 
     def soft_delete_instance(self, ctxt, instance):
-        cctxt = self.client.prepare(server=instance.host, version='5.0')
+        cctxt = self.router.client(ctxt).prepare(server=instance.host, version='5.0')
         cctxt.cast(ctxt, 'soft_delete_instance', instance=instance)

@@ -52,6 +52,11 @@ class ConductorManager(manager.Manager):
         return updates, result
 
     def object_backport_versions(self, context, objinst, object_versions):
+        if not isinstance(objinst, objects_base.MinischedObject) or \
+                not isinstance(object_versions, dict):
+            _raise_expected(exception.InvalidObjectRequest(
+                reason='objinst must be a minisched object primitive and object_versions a '
+                       'dict'))
         target = object_versions.get(objinst.obj_name())
         return objinst.obj_to_primitive(target_version=target,
                                         version_manifest=object_versions)

@@ -126,7 +126,7 @@ class MinischedObjectSerializer(ovo_base.VersionedObjectSerializer):
                 objname=exc.kwargs.get('objname'), objver=exc.kwargs.get('objver'),
                 supported=exc.kwargs.get('supported')) from exc
         except (ovo_exc.VersionedObjectsException, KeyError, TypeError, ValueError,
-                AttributeError) as exc:
+                AttributeError, RecursionError) as exc:
             raise exception.InvalidObjectRequest(
                 reason='malformed object primitive: %s: %s' % (type(exc).__name__, exc)) from exc
 
