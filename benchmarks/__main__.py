@@ -17,9 +17,9 @@ BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build')
 FULL_SIZES = (1000, 10000, 50000)
 QUICK_SIZES = (1000, 10000)
 #: Requests timed per size: (quick, full).
-REQUESTS = {1000: (15, 200), 10000: (4, 40), 50000: (2, 10)}
+REQUESTS = {1000: (15, 200), 10000: (3, 40), 50000: (2, 10)}
 #: (instances, computes, computes per process): quick, full.
-BUILD = ((30, 6, 3), (1000, 200, 25))
+BUILD = ((20, 4, 2), (1000, 200, 25))
 
 
 def _parser():
@@ -57,9 +57,9 @@ def _plan(args):
         ('pipeline', lambda out: pipeline.run(sizes, _requests_for(args), out=out)),
         ('refresh', lambda out: refresh.run(repeats=1 if quick else 3, postgres=not quick,
                                             out=out)),
-        ('e2e', lambda out: e2e.run(calls=50 if quick else 300, seconds=4 if quick else 15,
+        ('e2e', lambda out: e2e.run(calls=40 if quick else 300, seconds=3 if quick else 15,
                                     out=out)),
-        ('memory', lambda out: memory.run(calls=20 if quick else 60, out=out)),
+        ('memory', lambda out: memory.run(calls=10 if quick else 60, out=out)),
         ('build', lambda out: build.run(instances, computes, per_process, out=out)),
     ]
 
@@ -90,8 +90,10 @@ def run(args, out=_say):
         except Exception as exc:
             traceback.print_exc()
             failed = True
+            first_line = (str(exc).strip().splitlines() or [''])[0][:200]
             figures.append(common.Figure('%s bench' % name, 'FAILED', '', 'runs', False,
-                                         '%s: %s' % (type(exc).__name__, exc)))
+                                         '%s: %s (see stderr)' % (type(exc).__name__,
+                                                                  first_line)))
         out('   %s took %.0f s' % (name, time.monotonic() - start))
     failed = failed or any(f.figure.startswith('decisions') and not f.met for f in figures)
     return figures, failed

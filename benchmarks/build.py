@@ -19,6 +19,8 @@ from benchmarks import databases
 
 #: (vcpus, memory_mb, local_gb) of the fake computes, cycled.
 COMPUTE_SIZES = ((16, 32768, 400), (32, 65536, 800), (8, 16384, 200), (64, 131072, 1600))
+#: Stop waiting when no instance finished for this long (the rest count as "not done").
+STALL_SECONDS = 120
 #: (name, memory_mb, vcpus, root_gb) booted in turn.
 FLAVORS = (('bench.small', 2048, 1, 20), ('bench.medium', 4096, 2, 40),
            ('bench.large', 8192, 4, 80))
@@ -94,11 +96,16 @@ def _boot_work(conf_file, count, timeout, ready):
     query = sa.text('SELECT uuid, vm_state, created_at, launched_at FROM instances '
                     'WHERE deleted = 0')
     deadline = time.monotonic() + timeout
+    progress, last_done = time.monotonic(), -1
     while True:
         with engine.connect() as conn:
             rows = {r.uuid: r for r in conn.execute(query) if r.uuid in requested}
-        done = [r for r in rows.values() if r.vm_state in ('active', 'error')]
-        if len(done) == count or time.monotonic() > deadline:
+        done = sum(r.vm_state in ('active', 'error') for r in rows.values())
+        now = time.monotonic()
+        if done != last_done:
+            progress, last_done = now, done
+        # Lost builds (e.g. a conductor error) must not hold the bench for the whole timeout.
+        if done == count or now > deadline or now - progress > STALL_SECONDS:
             break
         time.sleep(0.5)
     return {'requested': requested, 'create_seconds': create_seconds,
@@ -139,8 +146,12 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print):
     backend = 'postgresql' if reachable else 'sqlite'
     db_context = databases.postgres_db() if reachable else databases.sqlite_db()
     with cluster.vhost(suffix='build') as url, db_context as db_url:
+        # oslo.db's default overflow (50 per worker) could exhaust a shared PostgreSQL; 10
+        # made a few conductor calls time out waiting for a connection at 200 computes.
+        pools = {'max_pool_size': 5, 'max_overflow': 25}
         bench = cluster.Cluster(url, db_url, sections={
-            'conductor': {'workers': 2}, 'DEFAULT': {'update_resources_interval': 30}})
+            'conductor': {'workers': 2}, 'DEFAULT': {'update_resources_interval': 30},
+            'database': pools, 'api_database': pools})
         try:
             _manage(bench, 'cell', 'simple_cell_setup')
             bench.start('conductor', 'minisched.cmd.conductor', {'conductor': {'workers': 2}},
@@ -153,7 +164,7 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print):
             out('  build: booting %d instances...' % instances)
             result, = cluster.run_children(_boot, [(bench.conf_file, instances, timeout)],
                                            timeout=timeout + 300)
-        except Exception:
+        except BaseException:
             out('  build failed; logs under %s' % bench.workdir)
             bench.stop_all()
             raise

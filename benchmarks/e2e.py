@@ -167,7 +167,7 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
                 _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
                               for seed in range(procs)], timeout=600)
             rss = worker_rss(bench)
-        except Exception:
+        except BaseException:
             out('  e2e failed; logs under %s' % bench.workdir)
             bench.stop_all()
             raise

@@ -43,7 +43,7 @@ def run(hosts=10000, workers=2, calls=40, out=print):
             private = [cluster.private_mb(pid) for pid in cluster.children(bench.pid(
                 'scheduler'))]
             parent = cluster.rss_mb(bench.pid('scheduler'))
-        except Exception:
+        except BaseException:
             out('  memory bench failed; logs under %s' % bench.workdir)
             bench.stop_all()
             raise

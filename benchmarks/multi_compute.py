@@ -15,6 +15,7 @@ import minisched.cmd  # noqa: F401  (eventlet monkey patching, as every minische
 
 def main(argv=None):
     from oslo_service import service as oslo_service
+    from oslo_service import threadgroup
 
     from minisched.cmd import common
     from minisched.compute import manager
@@ -26,6 +27,9 @@ def main(argv=None):
         sys.stderr.write('multi_compute: no hosts: set [fake_driver] host_sizes\n')
         return 1
     launcher = oslo_service.ServiceLauncher(conf, restart_method='mutate')
+    # A launcher runs each service on a green thread of a pool of 10 (oslo.service's
+    # default): with more services the rest would never start. One thread per service.
+    launcher.services.tg = threadgroup.ThreadGroup(thread_pool_size=len(hosts) + 1)
     for host in hosts:
         launcher.launch_service(service.Service.create(
             conf, 'minisched-compute', 'compute', manager.ComputeManager, host=host))
