@@ -16,13 +16,24 @@ check:
 * no compute node holds more than its capacity times its allocation ratios, counted from
   the node record and from the instances on it.
 
-Cells: a second cell needs a message queue of its own (one ``conductor`` topic per vhost:
-in a shared vhost cell2's computes would be served by cell1's conductor and write to cell1's
-database), but minisched's conductor casts ``build_and_run_instance`` on its single transport
-(no per-cell transport as Nova's ``target_cell`` gives), so it cannot build on a compute of
-another vhost; scheduling across two cells works (tests/functional/test_cells.py), building
-and deleting there does not. The soak therefore runs one cell (cell1) plus cell0, where
-unschedulable builds are buried; ``--cells`` is kept for when that changes.
+Cells: ``--cells 2`` adds cell2 with a database and a message queue (vhost) of its own, as
+a Nova cell has (one ``conductor`` topic per vhost: in a shared vhost cell2's computes would
+be served by cell1's conductor), its own conductor and the second half of the compute
+processes. The API-level conductor (cell1's, which the scheduler answers) creates each
+instance in its host's cell and casts the build on that cell's bus (``target_cell`` sets the
+context's transport URL, ``rpc.ClientRouter`` follows it); deletes go there the same way. The
+consistency check then runs over both cells, plus:
+
+* each instance row is in one cell only, its instance mapping names that cell, and its host
+  is mapped to that cell.
+
+cell2's computes cannot cast instance updates to the scheduler (it listens on cell1's bus
+only; Nova documents the same for ``track_instance_changes`` with a separate cell MQ), so the
+schedulers never get cell2's instance lists: a live cell2 instance may be untracked (its
+host's tracked instances are replaced when the host state is refreshed) and a deleted one
+still tracked. Both are counted and shown, not reported as problems (a cell2 instance
+tracked on a wrong host is); cell1's instances must be tracked exactly. With ``--cells 1``
+there is cell1 plus cell0 only.
 
 Usage: ``python tools/soak.py --minutes 10`` (a few minutes of set-up come on top).
 """
@@ -66,8 +77,8 @@ def script(name):
 # -- broker and databases ---------------------------------------------------------------------
 
 class Vhost:
-    def __init__(self):
-        self.name = 'minisched-soak-%d' % os.getpid()
+    def __init__(self, suffix=''):
+        self.name = 'minisched-soak-%d%s' % (os.getpid(), suffix)
         url = urllib.parse.urlsplit(BROKER)
         self._ctl('add_vhost', self.name)
         self._ctl('set_permissions', '-p', self.name,
@@ -84,20 +95,23 @@ class Vhost:
 
 
 class Databases:
-    """api, cell1 and cell0 databases on PostgreSQL (or SQLite files), dropped at the end."""
+    """api, cell1, cell0 (and cell2) databases on PostgreSQL (or SQLite files), dropped at
+    the end."""
 
-    def __init__(self, kind, workdir):
+    def __init__(self, kind, workdir, cells=1):
         import sqlalchemy as sa
         self.kind = kind
+        self.cells = ['cell%d' % (i + 1) for i in range(cells)]
         prefix = 'minisched_soak_%s' % uuid.uuid4().hex[:8]
         if kind == 'sqlite':
             self.urls = {name: 'sqlite:///%s/%s.sqlite' % (workdir, name)
-                         for name in ('api', 'cell1', 'cell1_cell0')}
+                         for name in ['api', 'cell1_cell0'] + self.cells}
             self.urls['cell0'] = self.urls.pop('cell1_cell0')
             return
         self.admin = sa.create_engine(PG_ADMIN, isolation_level='AUTOCOMMIT',
                                       poolclass=sa.pool.NullPool)
         names = {'api': prefix + '_api', 'cell1': prefix, 'cell0': prefix + '_cell0'}
+        names.update({cell: '%s_%s' % (prefix, cell) for cell in self.cells[1:]})
         with self.admin.connect() as conn:
             for name in names.values():
                 conn.execute(sa.text('CREATE DATABASE "%s"' % name))
@@ -108,8 +122,8 @@ class Databases:
     def sync(self):
         from minisched.db import migration
         migration.db_sync(self.urls['api'], 'api')
-        migration.db_sync(self.urls['cell1'], 'main')
-        migration.db_sync(self.urls['cell0'], 'main')
+        for cell in ['cell0'] + self.cells:
+            migration.db_sync(self.urls[cell], 'main')
 
     def drop(self):
         from minisched.db import engines
@@ -138,32 +152,50 @@ def query(url, sql, **params):
 # -- the cluster ---------------------------------------------------------------------------------
 
 class Cluster:
-    def __init__(self, workdir, transport_url, dbs, computes, per_process):
+    def __init__(self, workdir, transport_urls, dbs, computes, per_process):
+        """``transport_urls``: {cell name: its vhost's URL}; cell1's services include the
+        scheduler and the API-level conductor."""
         from minisched.conf import filter_scheduler
         self.workdir = workdir
         self.dbs = dbs
+        self.cells = list(transport_urls)
+        self.transport_urls = transport_urls
         self.procs = {}
         self.hosts = ['soak-%03d' % (i + 1) for i in range(computes)]
         filters = list(filter_scheduler.DEFAULT_FILTERS) + ['SameHostFilter']
-        self.conf = self._write('minisched', {
-            'DEFAULT': {'transport_url': transport_url, 'state_path': workdir,
+        # PostgreSQL allows 100 connections in all: each conductor's two workers get up to
+        # 16 each (8 each with two cells), the scheduler's and the clients' far fewer (their
+        # own files).
+        pool_size = 6 if len(self.cells) == 1 else 3
+        self.confs = {cell: self._write('minisched' if cell == 'cell1' else cell, {
+            'DEFAULT': {'transport_url': url, 'state_path': workdir,
                         'report_interval': 10, 'service_down_time': 60,
                         'reserved_host_memory_mb': 512},
-            # PostgreSQL allows 100 connections in all: the conductor's two workers get up
-            # to 16 each, the scheduler's and the clients' far fewer (their own files).
-            'database': {'connection': dbs.urls['cell1'], 'max_pool_size': 6,
+            'database': {'connection': dbs.urls[cell], 'max_pool_size': pool_size,
                          'max_overflow': 2},
-            'api_database': {'connection': dbs.urls['api'], 'max_pool_size': 6,
+            'api_database': {'connection': dbs.urls['api'], 'max_pool_size': pool_size,
                              'max_overflow': 2},
             'conductor': {'workers': 2},
             'scheduler': {'workers': 2, 'discover_hosts_in_cells_interval': -1},
             'filter_scheduler': {'enabled_filters': ','.join(filters)},
-        })
+        }) for cell, url in transport_urls.items()}
+        self.conf = self.confs['cell1']
         small_pools = {'max_pool_size': 2, 'max_overflow': 1}
         self.small_pools = self._write('small-pools', {'database': small_pools,
                                                        'api_database': small_pools})
         self.groups = [self.hosts[i:i + per_process]
                        for i in range(0, len(self.hosts), per_process)]
+        # The first half of the compute processes in cell1, the rest in cell2 (if any).
+        per_cell = -(-len(self.groups) // len(self.cells))
+        self.group_cells = [self.cells[index // per_cell] for index in range(len(self.groups))]
+
+    def hosts_of(self, cell):
+        return [host for group, group_cell in zip(self.groups, self.group_cells)
+                if group_cell == cell for host in group]
+
+    @staticmethod
+    def conductor(cell):
+        return 'conductor' if cell == 'cell1' else 'conductor-' + cell
 
     def _write(self, name, sections):
         path = os.path.join(self.workdir, name + '.conf')
@@ -193,8 +225,11 @@ class Cluster:
             time.sleep(1)
 
     def start(self):
-        self._start('conductor', [script('minisched-conductor'), '--config-file', self.conf])
-        self.wait_log('conductor', 'minisched-conductor ready', 2)
+        for cell in self.cells:
+            self._start(self.conductor(cell), [script('minisched-conductor'), '--config-file',
+                                               self.confs[cell]])
+        for cell in self.cells:
+            self.wait_log(self.conductor(cell), 'minisched-conductor ready', 2)
         self._start('scheduler', [script('minisched-scheduler'), '--config-file', self.conf,
                                   '--config-file', self.small_pools])
         launcher = os.path.join(REPO, 'benchmarks', 'multi_compute.py')
@@ -206,7 +241,8 @@ class Cluster:
                              for i, host in enumerate(hosts))
             conf = self._write('computes%d' % index, {'fake_driver': {'host_sizes': sizes}})
             self._start('computes%d' % index, [sys.executable, '-m', 'benchmarks.multi_compute',
-                                               '--config-file', self.conf,
+                                               '--config-file',
+                                               self.confs[self.group_cells[index]],
                                                '--config-file', conf])
         self.wait_log('scheduler', 'minisched-scheduler ready', 2)
         for index, hosts in enumerate(self.groups):
@@ -301,7 +337,7 @@ def client_main(conf_files, cell_urls, deadline, seed, live_target, events):
             started = time.monotonic()
             try:
                 api.delete(ctxt, instance_uuid)
-                ok = _wait_deleted(cell_urls['cell1'], instance_uuid)
+                ok = _wait_deleted(list(cell_urls.values()), instance_uuid)
                 events.put(('delete', time.monotonic() - started, ok, instance_uuid))
             except Exception as exc:
                 events.put(('error', 'delete %s: %s' % (instance_uuid, exc)))
@@ -313,7 +349,7 @@ def _wait_built(cell_urls, uuids):
     deadline = time.monotonic() + BUILD_TIMEOUT
     done = []
     while pending and time.monotonic() < deadline:
-        for url in (cell_urls['cell1'], cell_urls['cell0']):
+        for url in cell_urls.values():
             rows = query(url, 'SELECT uuid, vm_state FROM instances WHERE uuid IN :uuids',
                          uuids=list(pending)) if pending else []
             for row in rows:
@@ -324,11 +360,12 @@ def _wait_built(cell_urls, uuids):
     return done + [('timeout', u) for u in pending]
 
 
-def _wait_deleted(url, instance_uuid, timeout=BUILD_TIMEOUT):
+def _wait_deleted(urls, instance_uuid, timeout=BUILD_TIMEOUT):
+    """Wait until no cell database (``urls``) holds a live row of the instance."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows = query(url, 'SELECT deleted FROM instances WHERE uuid = :u', u=instance_uuid)
-        if not rows or rows[0]['deleted']:
+        if not any(row['deleted'] == 0 for url in urls for row in query(
+                url, 'SELECT deleted FROM instances WHERE uuid = :u', u=instance_uuid)):
             return True
         time.sleep(0.1)
     return False
@@ -367,27 +404,76 @@ def consistency(cluster, deleted_sample):
         except exception.NoValidHost:
             return []
 
-    cell = cluster.dbs.urls['cell1']
     problems = []
-    live = query(cell, "SELECT uuid, host FROM instances WHERE deleted = 0 AND host IS NOT "
-                       "NULL AND vm_state = 'active'")
+    counts = collections.Counter()
+    stale_cell2 = []
+    # Which cell holds each deleted instance of the sample (its soft-deleted row).
+    deleted_in = {}
+    for cell in cluster.cells:
+        for row in query(cluster.dbs.urls[cell], 'SELECT uuid FROM instances WHERE uuid IN '
+                         ':uuids', uuids=list(deleted_sample) or ['-']):
+            deleted_in[row['uuid']] = cell
+    for instance_uuid in deleted_sample:
+        found = tracked_on(instance_uuid)
+        counts['deleted checked (%s)' % deleted_in.get(instance_uuid, '?')] += 1
+        if found and deleted_in.get(instance_uuid, 'cell1') != 'cell1':
+            stale_cell2.append(instance_uuid)   # see "Cells" in the module docstring
+        elif found:
+            problems.append('deleted instance %s still tracked on %s' % (instance_uuid, found))
+    mapped = {r['instance_uuid']: r['name'] for r in query(
+        cluster.dbs.urls['api'], 'SELECT m.instance_uuid, c.name FROM instance_mappings m '
+        'LEFT JOIN cell_mappings c ON m.cell_id = c.id')}
+    host_cells = {r['host']: r['name'] for r in query(
+        cluster.dbs.urls['api'], 'SELECT h.host, c.name FROM host_mappings h JOIN '
+        'cell_mappings c ON h.cell_id = c.id')}
+    seen_in = {}
+    for cell in cluster.cells:
+        for problem, counted in _check_cell(cluster.dbs.urls[cell], cell, tracked_on, mapped,
+                                            host_cells, seen_in):
+            if problem:
+                problems.append(problem)
+            else:
+                counts.update(counted)
+    rpc.cleanup()
+    if stale_cell2:
+        counts['deleted cell2 instances still tracked (no updates from its bus)'] = len(
+            stale_cell2)
+    return problems, dict(counts)
+
+
+def _check_cell(cell_url, cell, tracked_on, mapped, host_cells, seen_in):
+    """Yield (problem, None) or (None, counts) for one cell's instances and nodes."""
+    live = query(cell_url, "SELECT uuid, host FROM instances WHERE deleted = 0 AND host IS "
+                           "NOT NULL AND vm_state = 'active'")
+    untracked = 0
     for row in live:
         for _ in range(2):
             found = tracked_on(row['uuid'])
-            if found != [row['host']]:
-                problems.append('instance %s on %s in the DB, scheduler has it on %s'
-                                % (row['uuid'], row['host'], found or 'no host'))
-    for instance_uuid in deleted_sample:
-        found = tracked_on(instance_uuid)
-        if found:
-            problems.append('deleted instance %s still tracked on %s' % (instance_uuid, found))
-    nodes = query(cell, 'SELECT host, vcpus, memory_mb, local_gb, vcpus_used, memory_mb_used, '
-                        'local_gb_used, cpu_allocation_ratio, ram_allocation_ratio, '
-                        'disk_allocation_ratio FROM compute_nodes WHERE deleted = 0')
+            if found == [row['host']]:
+                continue
+            if cell != 'cell1' and not found:
+                untracked += 1   # see "Cells" in the module docstring
+                break
+            yield ('instance %s on %s in %s, scheduler has it on %s'
+                   % (row['uuid'], row['host'], cell, found or 'no host')), None
+        if mapped.get(row['uuid']) != cell:
+            yield ('instance %s is in %s, its mapping says %s'
+                   % (row['uuid'], cell, mapped.get(row['uuid']))), None
+        if host_cells.get(row['host']) != cell:
+            yield ('instance %s is in %s on %s, a host of %s'
+                   % (row['uuid'], cell, row['host'], host_cells.get(row['host']))), None
+    for row in query(cell_url, 'SELECT uuid FROM instances'):
+        other = seen_in.setdefault(row['uuid'], cell)
+        if other != cell:
+            yield 'instance %s has rows in %s and %s' % (row['uuid'], other, cell), None
+    nodes = query(cell_url, 'SELECT host, vcpus, memory_mb, local_gb, vcpus_used, '
+                            'memory_mb_used, local_gb_used, cpu_allocation_ratio, '
+                            'ram_allocation_ratio, disk_allocation_ratio FROM compute_nodes '
+                            'WHERE deleted = 0')
     sums = {r['host']: r for r in query(
-        cell, 'SELECT host, SUM(vcpus) AS vcpus, SUM(memory_mb) AS memory_mb, '
-              'SUM(root_gb + ephemeral_gb) AS disk FROM instances WHERE deleted = 0 AND host '
-              'IS NOT NULL GROUP BY host')}
+        cell_url, 'SELECT host, SUM(vcpus) AS vcpus, SUM(memory_mb) AS memory_mb, '
+                  'SUM(root_gb + ephemeral_gb) AS disk FROM instances WHERE deleted = 0 AND '
+                  'host IS NOT NULL GROUP BY host')}
     for node in nodes:
         ratio = lambda name, default: node[name] or default  # noqa: E731
         limits = (node['vcpus'] * ratio('cpu_allocation_ratio', 16.0),
@@ -397,15 +483,17 @@ def consistency(cluster, deleted_sample):
         placed = sums.get(node['host'], {'vcpus': 0, 'memory_mb': 0, 'disk': 0})
         for what, limit, value in zip(('vcpus', 'memory_mb', 'local_gb'), limits, used):
             if value > limit:
-                problems.append('%s: %s used %s > limit %s' % (node['host'], what, value, limit))
+                yield '%s: %s used %s > limit %s' % (node['host'], what, value, limit), None
         for what, limit, value in zip(('vcpus', 'memory_mb', 'local_gb'), limits,
                                       (placed['vcpus'], placed['memory_mb'], placed['disk'])):
             if (value or 0) > limit:
-                problems.append('%s: instances hold %s %s > limit %s'
-                                % (node['host'], value, what, limit))
-    rpc.cleanup()
-    return problems, {'live instances checked': len(live), 'deleted checked':
-                      len(deleted_sample), 'nodes checked': len(nodes)}
+                yield ('%s: instances hold %s %s > limit %s'
+                       % (node['host'], value, what, limit)), None
+    if untracked:
+        yield None, {'live %s instances not tracked (no updates from its bus)' % cell:
+                     untracked}
+    yield None, {'live instances checked (%s)' % cell: len(live),
+                 'nodes checked (%s)' % cell: len(nodes)}
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -425,8 +513,9 @@ def main(argv=None):
     parser.add_argument('--clients', type=int, default=4)
     parser.add_argument('--live-per-client', type=int, default=40,
                         help='Servers each client keeps; past that it deletes its oldest.')
-    parser.add_argument('--cells', type=int, default=1, choices=(1,),
-                        help='Only 1: see "Cells" in the module docstring.')
+    parser.add_argument('--cells', type=int, default=1, choices=(1, 2),
+                        help='2: a second cell with its own vhost, database, conductor and '
+                             'half of the computes; see "Cells" in the module docstring.')
     parser.add_argument('--db', choices=('postgresql', 'sqlite'), default='postgresql')
     parser.add_argument('--keep', action='store_true', help='Keep the work directory.')
     args = parser.parse_args(argv)
@@ -435,22 +524,39 @@ def main(argv=None):
 
     workdir = tempfile.mkdtemp(prefix='minisched-soak-')
     say('work directory %s' % workdir)
-    vhost = Vhost()
-    dbs = Databases(args.db, workdir)
+    vhosts = []
+    dbs = None
     cluster = None
     try:
+        vhosts = [Vhost()] + [Vhost('-cell%d' % (i + 1)) for i in range(1, args.cells)]
+        dbs = Databases(args.db, workdir, args.cells)
         dbs.sync()
-        cluster = Cluster(workdir, vhost.url, dbs, args.computes, args.per_process)
+        cluster = Cluster(workdir, {'cell%d' % (i + 1): vhost.url
+                                    for i, vhost in enumerate(vhosts)},
+                          dbs, args.computes, args.per_process)
         set_up = time.monotonic()
-        say('starting conductor, scheduler (2 workers) and %d computes in %d processes'
-            % (args.computes, len(cluster.groups)))
+        say('starting %d conductor(s), scheduler (2 workers) and %d computes in %d processes'
+            '%s' % (args.cells, args.computes, len(cluster.groups), ''.join(
+                '; %s: %d computes on %s' % (cell, len(cluster.hosts_of(cell)),
+                                             urllib.parse.urlsplit(cluster.transport_urls[
+                                                 cell]).path) for cell in cluster.cells)))
+        if args.cells > 1:
+            # The scheduler reads the cell mappings once, at start-up: map the cells first.
+            cluster.manage('cell', 'map_cell0', '--database_connection', dbs.urls['cell0'])
+            for cell in cluster.cells:
+                cluster.manage('cell', 'create', '--name', cell, '--database_connection',
+                               dbs.urls[cell], '--transport-url', cluster.transport_urls[cell])
         cluster.start()
         deadline = time.monotonic() + 120
-        while len(query(dbs.urls['cell1'], 'SELECT id FROM compute_nodes')) < args.computes:
+        while sum(len(query(dbs.urls[cell], 'SELECT id FROM compute_nodes'))
+                  for cell in cluster.cells) < args.computes:
             if time.monotonic() > deadline:
                 raise RuntimeError('compute node records missing')
             time.sleep(2)
-        cluster.manage('cell', 'simple_cell_setup')
+        if args.cells == 1:
+            cluster.manage('cell', 'simple_cell_setup')
+        else:
+            cluster.manage('cell', 'discover_hosts')
         for name, ram, vcpus, disk in FLAVORS:
             cluster.manage('flavor', 'create', name, '--ram', ram, '--vcpus', vcpus,
                            '--disk', disk)
@@ -461,8 +567,10 @@ def main(argv=None):
     finally:
         if cluster is not None:
             cluster.stop()
-        dbs.drop()
-        vhost.delete()
+        if dbs is not None:
+            dbs.drop()
+        for vhost in vhosts:
+            vhost.delete()
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -475,7 +583,7 @@ def run(cluster, dbs, args):
     ctx = multiprocessing.get_context('spawn')
     events = ctx.Queue()
     end = time.time() + args.minutes * 60
-    cells = {'cell1': dbs.urls['cell1'], 'cell0': dbs.urls['cell0']}
+    cells = {cell: dbs.urls[cell] for cell in cluster.cells + ['cell0']}
     clients = [ctx.Process(target=client_main, args=(
         (cluster.conf, cluster.small_pools), cells, end, seed, args.live_per_client, events),
         daemon=True) for seed in range(args.clients)]
