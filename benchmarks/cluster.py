@@ -180,12 +180,13 @@ def private_mb(pid):
     return total / 1024.0
 
 
-def run_children(target, argses, timeout):
+def run_children(target, argses, timeout, on_ready=None):
     """Run ``target(*args, queue, start)`` in one spawned process per ``args``.
 
     Each child sets itself up, puts ``'ready'`` on the queue, waits for the ``start`` event
-    (set once every child is ready, so they start together), then puts exactly one result, or
-    ``'ERROR <traceback>'`` (raised here). Returns the results.
+    (set once every child is ready, so they start together; ``on_ready()`` is called just
+    before), then puts exactly one result, or ``'ERROR <traceback>'`` (raised here). Returns
+    the results.
     """
     ctx = multiprocessing.get_context('spawn')
     queue, start = ctx.Queue(), ctx.Event()
@@ -200,6 +201,8 @@ def run_children(target, argses, timeout):
                 if isinstance(result, str) and result.startswith('ERROR'):
                     raise RuntimeError('bench client failed: %s' % result)
                 results.append(result)
+            if expected == 'ready' and on_ready is not None:
+                on_ready()
             start.set()
         return results
     finally:

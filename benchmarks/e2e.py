@@ -7,7 +7,8 @@ processes using the product's own client (``SchedulerAPI``) and serializer.
 
 * Sequential: one client alternates a bare echo call (no payload), an echo of the request's
   RequestSpec (information) and a select_destinations of a small flavor; target: p50 of
-  select_destinations <= 1.3 x p50 of the bare echo.
+  select_destinations <= 1.3 x p50 of the bare echo. The scheduler's own metrics endpoint
+  (``[scheduler] metrics_listen_port``) gives its side of the time over the same calls.
 * Concurrent: 16 clients (4 processes x 4 threads) call select_destinations for a fixed time;
   target >= 300 calls/s, p99 reported.
 """
@@ -111,7 +112,7 @@ def _concurrent(conf_file, threads, seconds, seed, queue, start):
     cluster.child_main(queue, start, _concurrent_work, conf_file, threads, seconds, seed)
 
 
-def figures_for(seq, conc, hosts, workers, clients, rss):
+def figures_for(seq, conc, hosts, workers, clients, rss, own=None):
     bare, payload, select = (common.median(seq[k]) for k in ('bare', 'payload', 'select'))
     ratio = select / bare
     latencies = [x for r in conc for x in r['latencies']]
@@ -124,6 +125,9 @@ def figures_for(seq, conc, hosts, workers, clients, rss):
         common.info('echo RPC p50 (RequestSpec payload)', payload, 'ms'),
         common.info('select_destinations p50, sequential ' + label, select, 'ms',
                     'p99 %.3g ms' % common.percentile(seq['select'], 99)),
+        common.info('scheduler-side mean per request, sequential', own['request'], 'ms',
+                    'its own metrics: filter+weigh+pick incl. a refresh of mean %.3g ms' %
+                    own['refresh']),
         common.at_most('select_destinations p50 / bare echo p50', round(ratio, 2),
                        RATIO_TARGET, 'x', '%.2fx the RequestSpec echo' % (select / payload)),
         common.at_least('select_destinations throughput, %d clients, %d workers' % (
@@ -144,10 +148,41 @@ def worker_rss(bench_cluster, name='scheduler'):
         [cluster.rss_mb(parent)]
 
 
-def start_scheduler(bench_cluster, workers):
+def start_scheduler(bench_cluster, workers, metrics_port=0):
     bench_cluster.start('scheduler', 'minisched.cmd.scheduler',
-                        {'scheduler': {'workers': workers}}, ready='minisched-scheduler ready',
-                        ready_count=workers)
+                        {'scheduler': {'workers': workers, 'metrics_listen_port': metrics_port,
+                                       'metrics_listen_host': '127.0.0.1'}},
+                        ready='minisched-scheduler ready', ready_count=workers)
+
+
+def _free_port():
+    import socket
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+def scrape(port):
+    """``{series: value}`` of the scheduler's own metrics (sums and counts), or {} if none."""
+    import urllib.request
+    try:
+        with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=10) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return {}
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(' ')
+        if name.endswith(('_sum', '_count')) and not line.startswith('#'):
+            values[name] = float(value)
+    return values
+
+
+def _mean_ms(before, after, metric):
+    base = 'minisched_scheduler_' + metric
+    count = after.get(base + '_count', 0) - before.get(base + '_count', 0)
+    total = after.get(base + '_sum', 0) - before.get(base + '_sum', 0)
+    return total / count * 1000 if count else float('nan')
 
 
 def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=print):
@@ -158,10 +193,17 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
         bench = cluster.Cluster(url, db_url)
         try:
             bench.start('echo', 'benchmarks.echo_server', ready='bench echo server ready')
-            start_scheduler(bench, workers)
+            port = _free_port()
+            start_scheduler(bench, workers, port)
             out('  e2e: scheduler (%d workers) and echo server up; %d sequential calls...'
                 % (workers, calls))
-            seq, = cluster.run_children(_sequential, [(bench.conf_file, calls)], timeout=600)
+            before = {}
+            seq, = cluster.run_children(_sequential, [(bench.conf_file, calls)], timeout=600,
+                                        on_ready=lambda: before.update(scrape(port)))
+            after = scrape(port)
+            own = {'request': _mean_ms(before, after, 'request_duration_seconds'),
+                   'refresh': _mean_ms(before, after,
+                                       'host_state_refresh_duration_seconds')}
             out('  e2e: %d clients for %.0f s...' % (procs * threads, seconds))
             conc = cluster.run_children(
                 _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
@@ -172,5 +214,5 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
             bench.stop_all()
             raise
         bench.cleanup()
-    return figures_for(seq, conc, hosts, workers, procs * threads, rss)
+    return figures_for(seq, conc, hosts, workers, procs * threads, rss, own)
 
