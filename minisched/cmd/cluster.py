@@ -119,12 +119,16 @@ def _start(cluster, fake):
 def _start_in_process(conf, cluster):
     """All services in this process (fake:// only exists inside one process)."""
     from oslo_service import service as oslo_service
+    from oslo_service import threadgroup
 
     from minisched.compute import manager as compute_manager
     from minisched.conductor import manager as conductor_manager
     from minisched.scheduler import manager as scheduler_manager
     from minisched import service
     launcher = oslo_service.ServiceLauncher(conf)
+    # The launcher runs each service on a green thread of a pool of 10 by default: make room
+    # for every compute, the conductor and the scheduler.
+    launcher.services.tg = threadgroup.ThreadGroup(thread_pool_size=cluster.computes + 3)
     launcher.launch_service(service.Service.create(
         conf, 'minisched-conductor', 'conductor', conductor_manager.ConductorManager))
     launcher.launch_service(service.Service.create(

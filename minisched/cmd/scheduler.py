@@ -27,7 +27,11 @@ def main(argv=None):
     except (exception.PluginNotFound, exception.SchedulerHostFilterNotFound) as exc:
         config.fail('minisched-scheduler', exc.format_message())
     # Before the workers fork: they record into the files the parent's endpoint reads.
-    metrics.serve(conf)
+    try:
+        metrics.serve(conf)
+    except OSError as exc:
+        config.fail('minisched-scheduler', 'cannot serve metrics on [scheduler] '
+                    'metrics_listen_port %s: %s' % (conf.scheduler.metrics_listen_port, exc))
     service.serve(conf, server, workers=_workers(conf))
     service.wait()
 

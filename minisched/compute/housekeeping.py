@@ -89,7 +89,7 @@ def run_pending_deletes(manager, context):
     """Finish the driver-side cleanup of deleted instances (bounded number of attempts)."""
     attempts_allowed = manager.conf.maximum_instance_delete_attempts
     deleted_ctx = context.elevated(read_deleted='yes')
-    for instance in _instances(manager, deleted_ctx, deleted=True, cleaned=False):
+    for instance in _instances(manager, deleted_ctx, deleted=True, cleaned=0):
         attempts = int(instance.system_metadata.get('clean_attempts', '0'))
         if attempts >= attempts_allowed:
             continue

@@ -369,14 +369,20 @@ class HostManager:
 
     def _expire_consumption(self):
         """Drop in-memory consumption that no compute report followed within the TTL."""
+        if not self.table.consumed:
+            return
         cutoff = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
             seconds=CONSUMPTION_TTL_SECONDS)
-        for state in self.host_state_map.values():
-            consumed = getattr(state, 'consumed_at', None)
-            if consumed is not None and consumed < cutoff:
+        for row in list(self.table.consumed):
+            state = self.table.states[row]
+            if state is None or state.consumed_at is None:
+                self.table.consumed.discard(row)
+            elif state.consumed_at < cutoff:
+                self.table.consumed.discard(row)
                 state.consumed_at = None
                 state.updated = None
-                state.update(compute=NodeRecord(state.last_record, self.conf))
+                if state.last_record is not None:
+                    state.update(compute=NodeRecord(state.last_record, self.conf))
 
     # -- candidates --------------------------------------------------------------------
 

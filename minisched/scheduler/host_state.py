@@ -48,6 +48,8 @@ class HostStateTable:
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
         self.active = np.zeros(self.capacity, dtype=bool)
+        #: Rows consumed in memory since their last compute report (the TTL check reads it).
+        self.consumed = set()
         self._free_rows = []
 
     def _grow(self):
@@ -86,6 +88,7 @@ class HostStateTable:
         return row
 
     def release(self, row):
+        self.consumed.discard(row)
         self.states[row] = None
         self.active[row] = False
         self._free_rows.append(row)
@@ -231,6 +234,7 @@ class HostState:
                 LOG.exception('Failed to consume request on host %s', self.host)
             else:
                 self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
+                self._table.consumed.add(self._row)
 
     def _consume(self, spec_obj, sign=1):
         disk_mb = (spec_obj.root_gb + spec_obj.ephemeral_gb) * 1024
