@@ -1,4 +1,5 @@
 """The service runtime (oslo.service): service record, RPC server, state reports, periodic tasks."""
+import gc
 import logging
 import os
 import random
@@ -135,6 +136,10 @@ def serve(conf, server, workers=None):
     global _launcher
     if _launcher:
         raise RuntimeError('serve() can only be called once')
+    if workers and workers > 1:
+        # Objects made before the fork stay shared with the workers: keep the garbage
+        # collector from touching (and so copying) their pages in every child.
+        gc.freeze()
     _launcher = service.launch(conf, server, workers=workers, restart_method='mutate')
 
 

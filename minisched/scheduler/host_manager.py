@@ -9,8 +9,10 @@ from the computes' fanout casts, aggregates from the API's.
 """
 import collections
 from concurrent import futures
+import contextlib
 import datetime
 import functools
+import gc
 import json
 import logging
 import threading
@@ -213,7 +215,7 @@ class HostManager:
         the others go on.
         """
         start = time.monotonic()
-        with self._refresh_lock:
+        with self._refresh_lock, _gc_paused(full):
             now = time.monotonic()
             results = self._scatter_gather(context, full, now)
             self._refresh_host_mappings(context, full or self._host_cells_since is None)
@@ -569,6 +571,20 @@ class HostManager:
             self._recreate_instance_info(context, host_name)
             LOG.info('The instance sync for host %s did not match. Re-created its '
                      'InstanceList.', host_name)
+
+
+@contextlib.contextmanager
+def _gc_paused(paused):
+    """Building thousands of host states at once triggers collection after collection of
+    objects that all stay alive: pause the collector for a full build."""
+    was_enabled = gc.isenabled()
+    if paused and was_enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused and was_enabled:
+            gc.enable()
 
 
 def _tracked_instance(row):
