@@ -269,3 +269,7 @@ class RequestSpecExists(MinischedException):
 class BuildRequestAlreadyExists(MinischedException):
     msg_fmt = 'BuildRequest for instance %(uuid)s already exists.'
     code = 409
+
+
+class UnsupportedPolicyException(Invalid):
+    msg_fmt = 'ServerGroup policy is not supported: %(reason)s'
