@@ -121,6 +121,7 @@ class HostManager:
         self._instance_info = {}
         self._instance_lock = threading.Lock()
         self._refresh_lock = threading.Lock()
+        self._refresh_started = 0.0
         self._cell_sync = {}
         self._down_cells = {}                          # cell uuid -> when it failed
         self._host_cells = {}                          # mapped host -> cell uuid
@@ -216,7 +217,11 @@ class HostManager:
         """
         start = time.monotonic()
         with self._refresh_lock, _gc_paused(full):
-            now = time.monotonic()
+            if not full and self._refresh_started > start:
+                # Concurrent requests share one refresh: the one that just ran began after
+                # this request arrived, so it already read everything this one would.
+                return
+            now = self._refresh_started = time.monotonic()
             results = self._scatter_gather(context, full, now)
             self._refresh_host_mappings(context, full or self._host_cells_since is None)
             for cell_uuid, (fetched, error) in results.items():
