@@ -62,6 +62,19 @@ class MinischedObject(ovo_base.VersionedObject):
                 self.obj_set_defaults(name)
 
 
+class PlainRowMixin:
+    """For objects whose fields are exactly their table's columns."""
+
+    @staticmethod
+    def _from_db_object(context, obj, db_row):
+        """Set every field from the row dict, attach ``context``, start with no changes."""
+        for name in obj.fields:
+            setattr(obj, name, db_row.get(name))
+        obj._context = context
+        obj.obj_reset_changes()
+        return obj
+
+
 class MinischedTimestampObject:
     """Mixin adding the timestamps of API database objects (hard-deleted rows)."""
 

@@ -84,7 +84,8 @@ def format_url(template, conf_url):
 
 
 @base.MinischedObjectRegistry.register
-class CellMapping(base.MinischedTimestampObject, base.MinischedObject):
+class CellMapping(base.PlainRowMixin, base.MinischedTimestampObject,
+                   base.MinischedObject):
     """Version 1.1 added ``disabled``."""
 
     VERSION = '1.1'
@@ -114,14 +115,6 @@ class CellMapping(base.MinischedTimestampObject, base.MinischedObject):
 
     def is_cell0(self):
         return self.obj_attr_is_set('uuid') and self.uuid == CELL0_UUID
-
-    @staticmethod
-    def _from_db_object(context, cell, db_cell):
-        for name in cell.fields:
-            setattr(cell, name, db_cell.get(name))
-        cell._context = context
-        cell.obj_reset_changes()
-        return cell
 
     @base.remotable_classmethod
     def get_by_uuid(cls, context, uuid):

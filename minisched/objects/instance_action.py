@@ -12,7 +12,8 @@ DELETE = 'delete'
 
 
 @base.MinischedObjectRegistry.register
-class InstanceAction(base.MinischedTimestampObject, base.MinischedObject):
+class InstanceAction(base.PlainRowMixin, base.MinischedTimestampObject,
+                   base.MinischedObject):
     VERSION = '1.2'
 
     fields = {
@@ -26,14 +27,6 @@ class InstanceAction(base.MinischedTimestampObject, base.MinischedObject):
         'finish_time': fields.DateTimeField(nullable=True),
         'message': fields.StringField(nullable=True),
     }
-
-    @staticmethod
-    def _from_db_object(context, action, db_action):
-        for name in action.fields:
-            setattr(action, name, db_action.get(name))
-        action._context = context
-        action.obj_reset_changes()
-        return action
 
     @base.remotable_classmethod
     def action_start(cls, context, instance_uuid, action_name, want_result=True):
@@ -62,7 +55,8 @@ class InstanceActionList(base.ObjectListBase, base.MinischedObject):
 
 
 @base.MinischedObjectRegistry.register
-class InstanceActionEvent(base.MinischedTimestampObject, base.MinischedObject):
+class InstanceActionEvent(base.PlainRowMixin, base.MinischedTimestampObject,
+                   base.MinischedObject):
     """Version 1.4 is Nova's; minisched's 1.5 lets event_finish_with_failure name the host."""
 
     VERSION = '1.5'
@@ -78,14 +72,6 @@ class InstanceActionEvent(base.MinischedTimestampObject, base.MinischedObject):
         'host': fields.StringField(nullable=True),
         'details': fields.StringField(nullable=True),
     }
-
-    @staticmethod
-    def _from_db_object(context, event, db_event):
-        for name in event.fields:
-            setattr(event, name, db_event.get(name))
-        event._context = context
-        event.obj_reset_changes()
-        return event
 
     @base.remotable_classmethod
     def event_start(cls, context, instance_uuid, event_name, want_result=True, host=None):

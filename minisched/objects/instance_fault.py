@@ -8,7 +8,8 @@ from minisched.objects import fields
 
 
 @base.MinischedObjectRegistry.register
-class InstanceFault(base.MinischedTimestampObject, base.MinischedObject):
+class InstanceFault(base.PlainRowMixin, base.MinischedTimestampObject,
+                   base.MinischedObject):
     VERSION = '1.2'
 
     fields = {
@@ -19,14 +20,6 @@ class InstanceFault(base.MinischedTimestampObject, base.MinischedObject):
         'details': fields.StringField(nullable=True),
         'host': fields.StringField(nullable=True),
     }
-
-    @staticmethod
-    def _from_db_object(context, fault, db_fault):
-        for name in fault.fields:
-            setattr(fault, name, db_fault.get(name))
-        fault._context = context
-        fault.obj_reset_changes()
-        return fault
 
     @base.remotable
     def create(self):
