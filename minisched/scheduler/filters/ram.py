@@ -60,13 +60,11 @@ class AggregateRamFilter(filters.BaseHostFilter):
     SETS_LIMITS = True
 
     def _ratio(self, host_state):
-        return utils.aggregate_number(host_state, _RATIO, cast_to=float,
-                                      default=utils.node_ratio(self.conf, host_state, _RATIO))
+        return utils.aggregate_ratio(self.conf, host_state, _RATIO)
 
     def host_passes(self, host_state, spec_obj):
         return _passes(host_state, spec_obj, self._ratio)
 
     def filter_rows(self, view, spec_obj):
-        ratios = utils.per_aggregated_host(
-            view, utils.node_ratio_rows(self.conf, view, _RATIO), self._ratio)
+        ratios = utils.aggregate_ratio_rows(self.conf, view, _RATIO)
         return _rows_pass(view, spec_obj.memory_mb, ratios)

@@ -78,6 +78,18 @@ def aggregate_number(host_state, key, default, cast_to):
         return default
 
 
+def aggregate_ratio(conf, host_state, name):
+    """The Aggregate* filters' ratio: the smallest aggregate ``name`` value, else the node's."""
+    return aggregate_number(host_state, name, cast_to=float,
+                            default=node_ratio(conf, host_state, name))
+
+
+def aggregate_ratio_rows(conf, view, name):
+    """:func:`aggregate_ratio` for every row of ``view`` (a float64 array)."""
+    return per_aggregated_host(view, node_ratio_rows(conf, view, name),
+                               lambda state: aggregate_ratio(conf, state, name))
+
+
 def per_aggregated_host(view, base, per_host):
     """``base`` (one value per row) with ``per_host(state)`` for hosts in any aggregate.
 
