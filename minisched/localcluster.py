@@ -130,7 +130,6 @@ class LocalCluster:
 
     def wait_until_up(self, timeout=90):
         """Poll the service records, printing which services are up and which wait."""
-        from minisched.cmd.manage import ServiceCommands  # noqa: F401 (import check)
         expected = ['conductor', 'scheduler'] + self.compute_names()
         deadline = time.monotonic() + timeout
         last = None

@@ -27,10 +27,8 @@ class CachingScheduler(filter_scheduler.FilterScheduler):
         self.all_host_states = self._get_up_hosts(context.elevated())
 
     def _get_up_hosts(self, context):
-        self.host_manager.ensure_initialized(context)
-        self.host_manager.refresh(context)
         by_cell = {}
-        for state in self.host_manager.host_state_map.values():
+        for state in self.host_manager.get_all_host_states(context):
             by_cell.setdefault(state.cell_uuid, []).append(state.row)
         LOG.debug('Host state cache refreshed: %d host(s) in %d cell(s)',
                   sum(len(r) for r in by_cell.values()), len(by_cell))
