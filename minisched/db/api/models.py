@@ -37,6 +37,8 @@ host_mappings = _table(
     _fk('cell_id', 'cell_mappings.id', nullable=False),
     sa.Column('host', S255, nullable=False),
     utils.unique('host_mappings', 'host'),
+    sa.Index('host_mappings_updated_at_idx', 'updated_at'),
+    sa.Index('host_mappings_created_at_idx', 'created_at'),
 )
 
 instance_mappings = _table(

@@ -130,8 +130,7 @@ def service_get_all_changed_since(context, binary, since):
     """``binary`` services created, updated or deleted at/after ``since`` (deleted included),
     for the scheduler's incremental refresh."""
     with _begin(context) as conn:
-        return utils.fetch_all(conn, services, services.c.binary == binary,
-                               utils.changed_since(services, since))
+        return utils.fetch_changed_since(conn, services, since, services.c.binary == binary)
 
 
 def service_get_all_by_host(context, host):
@@ -248,7 +247,7 @@ def compute_node_get_all_changed_since(context, since):
     """Nodes created or updated at/after ``since``, deleted ones included (whatever the context
     says), so that an incremental refresh also learns about deletions."""
     with _begin(context) as conn:
-        return utils.fetch_all(conn, nodes, utils.changed_since(nodes, since))
+        return utils.fetch_changed_since(conn, nodes, since)
 
 
 @utils.writer

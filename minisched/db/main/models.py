@@ -35,6 +35,7 @@ services = _table(
     utils.unique('services', 'host', 'binary', 'deleted'),
     utils.unique('services', 'host', 'topic', 'deleted'),
     sa.Index('services_updated_at_idx', 'updated_at'),
+    sa.Index('services_created_at_idx', 'created_at'),
     soft_delete=True,
 )
 
@@ -72,6 +73,7 @@ compute_nodes = _table(
     utils.unique('compute_nodes', 'uuid', 'deleted'),
     utils.unique('compute_nodes', 'host', 'hypervisor_hostname', 'deleted'),
     sa.Index('compute_nodes_updated_at_idx', 'updated_at'),
+    sa.Index('compute_nodes_created_at_idx', 'created_at'),
     sa.Index('compute_nodes_host_idx', 'host'),
     soft_delete=True,
 )

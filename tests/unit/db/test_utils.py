@@ -38,3 +38,29 @@ def test_duplicate_as_passes_the_error_to_the_factory():
     with pytest.raises(exception.FlavorExists, match="name x"):
         with utils.duplicate_as(lambda error: exception.FlavorExists(name=error.columns[0])):
             raise db_exc.DBDuplicateEntry(columns=['x'])
+
+
+def test_fetch_changed_since_uses_the_indexes_and_returns_oldest_id_first(tmp_path):
+    import datetime
+
+    meta = sa.MetaData()
+    table = sa.Table('t', meta, sa.Column('id', sa.Integer, primary_key=True),
+                     sa.Column('created_at', sa.DateTime), sa.Column('updated_at', sa.DateTime),
+                     sa.Index('t_updated_at_idx', 'updated_at'),
+                     sa.Index('t_created_at_idx', 'created_at'))
+    engine = sa.create_engine('sqlite:///%s' % (tmp_path / 'x.db'))
+    meta.create_all(engine)
+    old, new = datetime.datetime(2020, 1, 1), datetime.datetime(2026, 1, 1)
+    with engine.begin() as conn:
+        conn.execute(table.insert(), [
+            {'id': 1, 'created_at': old, 'updated_at': new},
+            {'id': 2, 'created_at': old, 'updated_at': None},
+            {'id': 3, 'created_at': new, 'updated_at': None},
+            {'id': 4, 'created_at': old, 'updated_at': old}])
+        rows = utils.fetch_changed_since(conn, table, new)
+        stmt = sa.select(table).where(utils.changed_since(table, new))
+        plan = conn.exec_driver_sql(
+            'EXPLAIN QUERY PLAN ' + str(stmt.compile(compile_kwargs={'literal_binds': True})))
+        plan = ' '.join(str(row) for row in plan)
+    assert [row['id'] for row in rows] == [1, 3]
+    assert 't_updated_at_idx' in plan and 't_created_at_idx' in plan
