@@ -2,6 +2,7 @@
 import logging
 import os
 
+from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
@@ -98,3 +99,39 @@ def test_dispose_all_in_forked_child_keeps_parent_connections(tmp_path, monkeypa
     monkeypatch.setattr(os, 'getpid', lambda: -1)
     engines.dispose_all()
     assert calls == [False]
+
+
+def _value(engine):
+    with engine.connect() as conn:
+        return conn.execute(sa.text('SELECT v FROM t')).scalar()
+
+
+def _make_file(path, value):
+    with sa.create_engine('sqlite:///%s' % path, poolclass=sa.pool.NullPool).begin() as conn:
+        conn.execute(sa.text('CREATE TABLE t (v INTEGER)'))
+        conn.execute(sa.text('INSERT INTO t VALUES (%d)' % value))
+
+
+def test_sqlite_file_connections_are_reused(tmp_path):
+    _make_file(tmp_path / 'cell.db', 1)
+    engine = engines.engine_for_url('sqlite:///%s' % (tmp_path / 'cell.db'))
+    seen = set()
+    for _ in range(3):
+        with engine.connect() as conn:
+            seen.add(id(conn.connection.dbapi_connection))
+            assert conn.execute(sa.text('SELECT v FROM t')).scalar() == 1
+    assert len(seen) == 1
+    assert isinstance(engine.pool, sa.pool.QueuePool)
+
+
+def test_sqlite_file_moved_or_replaced_is_reopened(tmp_path):
+    path = tmp_path / 'cell.db'
+    _make_file(path, 1)
+    engine = engines.engine_for_url('sqlite:///%s' % path)
+    assert _value(engine) == 1
+    os.rename(path, tmp_path / 'moved.db')
+    _make_file(path, 2)
+    assert _value(engine) == 2  # a pooled connection would still read the moved file
+    os.remove(path)
+    with pytest.raises(db_exc.DBNonExistentTable):
+        _value(engine)  # as a fresh connection sees a missing file: an empty database
