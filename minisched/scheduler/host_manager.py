@@ -285,6 +285,8 @@ class HostManager:
             if row['deleted']:
                 self._services.pop(row['host'], None)
                 continue
+            if _same_version(self._services.get(row['host']), row):
+                continue  # read again only because it lies in the look-back window
             self._services[row['host']] = row
             for state in self._states_by_host.get(row['host'], ()):
                 state.update(service=row)
@@ -350,6 +352,8 @@ class HostManager:
             return
         key = (host, row['hypervisor_hostname'])
         state = self.host_state_map.get(key)
+        if state is not None and _same_version(state.last_record, row):
+            return  # read again only because it lies in the look-back window
         if state is None:
             state = self._new_host_state(row, cell_uuid)
             self._mappings_dirty = True
@@ -590,6 +594,12 @@ def _gc_paused(paused):
     finally:
         if paused and was_enabled:
             gc.enable()
+
+
+def _same_version(known, row):
+    """Whether ``row`` is the very version of a record already applied (same id, timestamps)."""
+    return known is not None and all(known[name] == row[name]
+                                     for name in ('id', 'updated_at', 'created_at'))
 
 
 def _tracked_instance(row):
