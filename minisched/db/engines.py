@@ -157,7 +157,7 @@ def _pool_sqlite_file(engine):
     engine.pool = sa.pool.QueuePool(
         old._creator, pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW,
         recycle=old._recycle, echo=old.echo, logging_name=old._orig_logging_name,
-        reset_on_return=old._reset_on_return, pre_ping=old._pre_ping,
+        reset_on_return=old._reset_on_return, pre_ping=False,  # a file cannot hang up
         _dispatch=old.dispatch, dialect=old._dialect)
 
     @sa.event.listens_for(engine, 'connect')

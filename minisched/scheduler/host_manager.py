@@ -268,8 +268,7 @@ class HostManager:
                 return (db.service_get_all_by_binary(cctxt, COMPUTE_BINARY,
                                                      include_disabled=True),
                         db.compute_node_get_all(cctxt), True)
-            return (db.service_get_all_changed_since(cctxt, COMPUTE_BINARY, since - SKEW),
-                    db.compute_node_get_all_changed_since(cctxt, since - SKEW), False)
+            return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since - SKEW), False)
 
     def _mark_cell_down(self, cell_uuid, error):
         if cell_uuid not in self._down_cells:

@@ -177,12 +177,18 @@ def host_mapping_get_all(context, cell_id=None):
 def host_mapping_get_host_cells(context, since=None):
     """``{host: cell uuid}`` of every mapping (created at/after ``since`` when given): what
     the scheduler needs to know which hosts are schedulable, in one cheap query."""
-    stmt = sa.select(host_mappings.c.host, cells.c.uuid).join(
-        cells, cells.c.id == host_mappings.c.cell_id)
-    if since is not None:
-        stmt = stmt.where(utils.changed_since(host_mappings, since))
     with _begin() as conn:
-        return {row.host: row.uuid for row in conn.execute(stmt)}
+        if since is None:
+            rows = conn.execute(_HOST_CELLS)
+        else:
+            rows = conn.execute(_HOST_CELLS_CHANGED, {'since': since})
+        return {row.host: row.uuid for row in rows}
+
+
+_HOST_CELLS = sa.select(host_mappings.c.host, cells.c.uuid).join(
+    cells, cells.c.id == host_mappings.c.cell_id)
+_HOST_CELLS_CHANGED = _HOST_CELLS.where(utils.changed_since(host_mappings,
+                                                            sa.bindparam('since')))
 
 
 @utils.writer

@@ -126,11 +126,24 @@ def service_get_all_by_binary(context, binary, include_disabled=False):
     return _list(context, services, services.c.binary == binary, *where)
 
 
+_SERVICES_CHANGED = utils.changed_since_select(services,
+                                               services.c.binary == sa.bindparam('binary'))
+_NODES_CHANGED = utils.changed_since_select(nodes)
+
+
 def service_get_all_changed_since(context, binary, since):
     """``binary`` services created, updated or deleted at/after ``since`` (deleted included),
     for the scheduler's incremental refresh."""
     with _begin(context) as conn:
-        return utils.fetch_changed_since(conn, services, since, services.c.binary == binary)
+        return utils.fetch_changed_since(conn, _SERVICES_CHANGED, since=since, binary=binary)
+
+
+def compute_changes_since(context, binary, since):
+    """``(services, nodes)``: ``service_get_all_changed_since`` and
+    ``compute_node_get_all_changed_since`` in one transaction (one snapshot, one checkout)."""
+    with _begin(context) as conn:
+        return (utils.fetch_changed_since(conn, _SERVICES_CHANGED, since=since, binary=binary),
+                utils.fetch_changed_since(conn, _NODES_CHANGED, since=since))
 
 
 def service_get_all_by_host(context, host):
@@ -247,7 +260,7 @@ def compute_node_get_all_changed_since(context, since):
     """Nodes created or updated at/after ``since``, deleted ones included (whatever the context
     says), so that an incremental refresh also learns about deletions."""
     with _begin(context) as conn:
-        return utils.fetch_changed_since(conn, nodes, since)
+        return utils.fetch_changed_since(conn, _NODES_CHANGED, since=since)
 
 
 @utils.writer

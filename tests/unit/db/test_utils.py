@@ -57,7 +57,7 @@ def test_fetch_changed_since_uses_the_indexes_and_returns_oldest_id_first(tmp_pa
             {'id': 2, 'created_at': old, 'updated_at': None},
             {'id': 3, 'created_at': new, 'updated_at': None},
             {'id': 4, 'created_at': old, 'updated_at': old}])
-        rows = utils.fetch_changed_since(conn, table, new)
+        rows = utils.fetch_changed_since(conn, utils.changed_since_select(table), since=new)
         stmt = sa.select(table).where(utils.changed_since(table, new))
         plan = conn.exec_driver_sql(
             'EXPLAIN QUERY PLAN ' + str(stmt.compile(compile_kwargs={'literal_binds': True})))
