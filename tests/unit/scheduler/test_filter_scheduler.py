@@ -215,3 +215,27 @@ class TestHostManagerAggregates(base.TestCase):
         hm.update_aggregates([agg])
         hm.delete_aggregate(agg)
         self.assertEqual([], state.aggregates)
+
+
+class TestNotifications(SchedulerTestCase):
+
+    def _select_with_notification_driver(self, driver):
+        from oslo_messaging.notify import _impl_test
+        self.flags(group='oslo_messaging_notifications', driver=driver)
+        rpc.cleanup()
+        rpc.init(self.conf, url='fake://')
+        _impl_test.reset()
+        fs = self._scheduler(TestSchedule.HOSTS)
+        selections = fs.select_destinations(self.ctxt, fakes.fake_spec(memory_mb=1024), None,
+                                            None, None)
+        self.assertEqual('big', selections[0][0].service_host)
+        return [(message['event_type'], priority)
+                for _ctxt, message, priority, _retry in _impl_test.NOTIFICATIONS]
+
+    def test_start_and_end_are_emitted_with_a_driver(self):
+        self.assertEqual([('scheduler.select_destinations.start', 'INFO'),
+                          ('scheduler.select_destinations.end', 'INFO')],
+                         self._select_with_notification_driver(['test']))
+
+    def test_nothing_is_emitted_without_one(self):
+        self.assertEqual([], self._select_with_notification_driver(['noop']))
