@@ -15,6 +15,7 @@ from oslo_utils import timeutils
 
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched import context as ms_context
+from minisched.db.api import api as api_db
 from minisched import exception
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
@@ -22,12 +23,14 @@ from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action
 from minisched.objects import instance_fault
-from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched import rpc
 from minisched.scheduler.client import query
 from minisched.scheduler import utils as scheduler_utils
 
 LOG = logging.getLogger(__name__)
+
+#: select_destinations tries before a build gives up on a scheduler that does not answer.
+SCHEDULE_ATTEMPTS = 3
 
 
 class ComputeTaskManager:
@@ -47,6 +50,10 @@ class ComputeTaskManager:
     def schedule_and_build_instances(self, context, build_requests, request_specs, image,
                                      admin_password, injected_files, requested_networks,
                                      block_device_mapping, tags=None):
+        pending = self._still_pending(context, build_requests, request_specs)
+        if not pending:
+            return
+        build_requests, request_specs = (list(column) for column in zip(*pending))
         instance_uuids = [spec.instance_uuid for spec in request_specs]
         started = timeutils.utcnow()
         try:
@@ -111,6 +118,25 @@ class ComputeTaskManager:
 
     # -- helpers -------------------------------------------------------------------------
 
+    def _still_pending(self, context, build_requests, request_specs):
+        """The (build request, spec) pairs whose build request still exists.
+
+        The same message can arrive twice (a publish repeated because the broker's confirm
+        was lost, a delivery repeated because its ack was): the build requests the first
+        delivery took are gone, and are dropped here before the scheduler is asked, so that
+        it does not consume resources for them again.
+        """
+        pending = []
+        for build_request, spec in zip(build_requests, request_specs):
+            try:
+                build_request_obj.BuildRequest.get_by_instance_uuid(
+                    context, build_request.instance_uuid)
+            except exception.BuildRequestNotFound:
+                _build_request_gone(build_request.instance_uuid)
+                continue
+            pending.append((build_request, spec))
+        return pending
+
     def _schedule_instances(self, context, request_spec, instance_uuids,
                             return_alternates=False):
         enabled = self.conf.filter_scheduler.enabled_filters
@@ -119,9 +145,21 @@ class ComputeTaskManager:
                                               'ServerGroupSoftAntiAffinityWeigher'))
         watch = timeutils.StopWatch()
         watch.start()
-        host_lists = self.query_client.select_destinations(
-            context, request_spec, instance_uuids, return_objects=True,
-            return_alternates=return_alternates)
+        for attempt in range(1, SCHEDULE_ATTEMPTS + 1):
+            try:
+                host_lists = self.query_client.select_destinations(
+                    context, request_spec, instance_uuids, return_objects=True,
+                    return_alternates=return_alternates)
+                break
+            except messaging.MessagingTimeout as exc:
+                # The request or its reply was lost (say, with the broker): ask again rather
+                # than fail a build the API accepted. The hosts a lost answer consumed are
+                # given back by the computes' next reports (or the consumption TTL).
+                if attempt == SCHEDULE_ATTEMPTS:
+                    raise
+                LOG.warning('No answer from the scheduler for %s (%s); asking again (%d of '
+                            '%d).', ', '.join(instance_uuids), exc, attempt + 1,
+                            SCHEDULE_ATTEMPTS)
         LOG.debug('Took %0.2f seconds to select destinations for %s instance(s).',
                   watch.elapsed(), len(instance_uuids))
         return host_lists
@@ -140,16 +178,44 @@ class ComputeTaskManager:
         try:
             build_request_obj.BuildRequest.get_by_instance_uuid(context, instance.uuid)
         except exception.BuildRequestNotFound:
-            LOG.debug('While scheduling instance %s, the build request was already deleted.',
-                      instance.uuid)
+            _build_request_gone(instance.uuid)
             return None
         with ms_context.target_cell(context, cell) as cctxt:
             instance._context = cctxt
-            instance.create()
+            if not _create_once(instance):
+                return None
             self._record_schedule(cctxt, instance.uuid, started, None)
-        self._map_instance(context, instance.uuid, cell)
-        _destroy_build_request(build_request)
+        if not self._take(context, build_request, instance, cell):
+            return None
         return instance
+
+    def _take(self, context, build_request, instance, cell):
+        """Make this delivery the one that builds ``instance``, just created in ``cell``.
+
+        Mapping the instance to its cell is conditional (only an unplaced mapping is taken),
+        then the build request is dropped. Another delivery of the same message that mapped
+        it first, or a user who deleted the build request meanwhile, wins: the instance this
+        delivery created is destroyed and False returned (nothing is cast).
+        """
+        if cell is not None:
+            try:
+                taken = api_db.instance_mapping_claim_cell(context, instance.uuid, cell.id)
+            except exception.InstanceMappingNotFound:
+                taken = True  # nothing to take; the build request decides
+            if not taken:
+                LOG.info('Instance %s was placed by another delivery of its build request; '
+                         'removing the copy this one made in cell %s.', instance.uuid,
+                         _cell_name(cell))
+                instance.destroy()
+                return False
+        try:
+            build_request.destroy()
+        except exception.BuildRequestNotFound:
+            LOG.info('The build request of instance %s was deleted while it was scheduled; '
+                     'deleting the instance.', instance.uuid)
+            instance.destroy()
+            return False
+        return True
 
     def _cast_build(self, context, instance, spec, host_list, image):
         host_list = list(host_list)
@@ -175,15 +241,6 @@ class ComputeTaskManager:
             if _has_cells(context):
                 raise
             return None  # no cells mapped at all: the local [database] is the only cell
-
-    def _map_instance(self, context, instance_uuid, cell):
-        try:
-            mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
-                                                                                instance_uuid)
-        except exception.InstanceMappingNotFound:
-            return
-        mapping.cell_mapping = cell
-        mapping.save()
 
     def _record_schedule(self, cctxt, instance_uuid, started, exc):
         """The ``create`` action and its ``schedule`` event, with when scheduling ran."""
@@ -214,13 +271,13 @@ class ComputeTaskManager:
                 instance._context = cctxt
                 instance.vm_state = instance_obj.ERROR
                 instance.task_state = None
-                instance.create()
+                if not _create_once(instance):
+                    continue
                 self._record_schedule(cctxt, instance.uuid, started, exc)
                 instance_fault.InstanceFault.from_exception(cctxt, instance.uuid, exc,
                                                             host=None).create()
-            self._notify_error(context, instance.uuid, request_spec, exc)
-            self._map_instance(context, instance.uuid, cell0)
-            _destroy_build_request(build_request)
+            if self._take(context, build_request, instance, cell0):
+                self._notify_error(context, instance.uuid, request_spec, exc)
 
     def _set_error(self, context, instance, exc, method):
         LOG.warning('Setting instance %s to ERROR state: %s', instance.uuid, _message(exc))
@@ -244,11 +301,28 @@ def _has_cells(context):
     return bool(cell_mapping_obj.CellMappingList.get_all(context))
 
 
-def _destroy_build_request(build_request):
+def _build_request_gone(instance_uuid):
+    LOG.info('The build request of instance %s is gone (taken by another delivery of this '
+             'message, or deleted); skipping it.', instance_uuid)
+
+
+def _create_once(instance):
+    """Create ``instance`` in its cell; False when it exists there already.
+
+    It does when an earlier delivery of the same build message created it: that delivery
+    owns the build and this one stops.
+    """
     try:
-        build_request.destroy()
-    except exception.BuildRequestNotFound:
-        pass
+        instance.create()
+    except exception.InstanceExists:
+        LOG.info('Instance %s already exists in its cell: an earlier delivery of its build '
+                 'request created it; skipping this one.', instance.uuid)
+        return False
+    return True
+
+
+def _cell_name(cell):
+    return cell.name or cell.uuid if cell is not None else 'the local database'
 
 
 def _message(exc):

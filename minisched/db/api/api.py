@@ -233,6 +233,24 @@ def instance_mapping_update(context, instance_uuid, values):
 
 
 @utils.writer
+def instance_mapping_claim_cell(context, instance_uuid, cell_id):
+    """Point an unplaced instance's mapping at ``cell_id``; False when it already names a cell.
+
+    The conditional UPDATE is the one place where a build request is taken: when a message is
+    delivered twice, only one delivery can map the instance (see the conductor). Raises
+    InstanceMappingNotFound when there is no mapping at all.
+    """
+    where = _instance_mapping_where(instance_uuid)
+    with _begin() as conn:
+        if utils.update(conn, instance_mappings,
+                        [*where, instance_mappings.c.cell_id.is_(None)], {'cell_id': cell_id}):
+            return True
+        _fetch_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
+                        instance_mappings, *where)
+        return False
+
+
+@utils.writer
 def instance_mapping_destroy(context, instance_uuid):
     with _begin() as conn:
         _delete_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
