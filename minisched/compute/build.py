@@ -5,9 +5,13 @@ or a failed spawn becomes a RescheduledException; with retry information the bui
 to the conductor (``build_instances`` with the remaining alternates), without it the instance
 goes to ERROR. A BuildAbortException or anything unexpected ends in ERROR, never rescheduled.
 """
+import collections
 import logging
+import threading
+import time
 import traceback
 
+import oslo_messaging as messaging
 from oslo_utils import timeutils
 
 from minisched import exception
@@ -18,7 +22,13 @@ from minisched.objects import instance_fault
 LOG = logging.getLogger(__name__)
 
 ACTIVE, FAILED, RESCHEDULED = 'active', 'failed', 'rescheduled'
+#: A second delivery of a build message this compute already ran: nothing done, nothing counted.
+DUPLICATE = 'duplicate'
 EVENT = 'compute_build_and_run_instance'
+#: Builds remembered to recognise a message delivered twice (uuid and attempt number each).
+SEEN_BUILDS = 10000
+#: Longest wait between two tries of a conductor call that timed out.
+MAX_RETRY_DELAY = 30
 
 
 class _Rescheduled(Exception):
@@ -33,10 +43,17 @@ class Builder:
         self.host = manager.host
         self.driver = manager.driver
         self.rt = manager.rt
+        self._seen = collections.OrderedDict()
+        self._seen_lock = threading.Lock()
 
     def build(self, context, instance, image, request_spec, filter_properties, node, limits,
               host_list, **kwargs):
         filter_properties = dict(filter_properties or {})
+        attempt = (filter_properties.get('retry') or {}).get('num_attempts', 0)
+        if self._seen_before((instance.uuid, attempt)):
+            LOG.info('Ignoring a second delivery of build attempt %d of instance %s.',
+                     attempt, instance.uuid)
+            return DUPLICATE
         result = FAILED
         try:
             with instance_action.EventReporter(context, EVENT, self.host, instance.uuid):
@@ -48,6 +65,8 @@ class Builder:
         except Exception as exc:
             # The event recorded the failure; the instance state was set by _do_build.
             LOG.debug('Build of %s on %s ended with: %s', instance.uuid, self.host, exc)
+        if result == DUPLICATE:
+            return result
         node = node or self.driver.get_available_nodes()[0]
         if result == ACTIVE:
             self.rt.build_succeeded(node)
@@ -55,15 +74,37 @@ class Builder:
             self.rt.build_failed(node)
         return result
 
+    def _seen_before(self, key):
+        """Whether this build (instance, attempt) already came here; remembers it if not.
+
+        RabbitMQ delivers a message again when the ack of the first delivery was lost with the
+        connection, and a publisher whose confirm was lost publishes it twice: building twice
+        would spawn the instance twice (or on two hosts once it was rescheduled).
+        """
+        with self._seen_lock:
+            if key in self._seen:
+                return True
+            self._seen[key] = None
+            if len(self._seen) > SEEN_BUILDS:
+                self._seen.popitem(last=False)
+            return False
+
     def _do_build(self, context, instance, image, request_spec, filter_properties, node,
                   limits, host_list, kwargs):
         try:
             instance.vm_state = instance_obj.BUILDING
             instance.task_state = None
-            instance.save(expected_task_state=[instance_obj.SCHEDULING, None])
+            # Only a BUILDING instance is built: a late duplicate of this message (after a
+            # restart of this compute) must not rebuild an ACTIVE or ERROR one.
+            self._save(instance, 'start of build', expected_vm_state=instance_obj.BUILDING,
+                       expected_task_state=[instance_obj.SCHEDULING, None])
         except (exception.InstanceNotFound, exception.UnexpectedDeletingTaskStateError):
             LOG.debug('Instance %s disappeared before build.', instance.uuid)
             return FAILED
+        except (exception.UnexpectedVMStateError, exception.UnexpectedTaskStateError) as exc:
+            LOG.info('Not building instance %s: %s (a repeated build message).', instance.uuid,
+                     exc.format_message())
+            return DUPLICATE
         node = node or self.driver.get_available_nodes()[0]
         try:
             self._build_and_run(context, instance, image, node, limits)
@@ -88,7 +129,7 @@ class Builder:
         try:
             with self.rt.instance_claim(context, instance, node, limits):
                 instance.task_state = instance_obj.SPAWNING
-                instance.save(expected_task_state=None)
+                self._save(instance, 'spawning', expected_task_state=None)
                 self.driver.spawn(context, instance, image, injected_files=[],
                                   admin_password=None, allocations=None)
         except exception.ComputeResourcesUnavailable as exc:
@@ -104,7 +145,7 @@ class Builder:
         instance.vm_state = instance_obj.ACTIVE
         instance.task_state = None
         instance.launched_at = timeutils.utcnow()
-        instance.save(expected_task_state=instance_obj.SPAWNING)
+        self._save(instance, 'ACTIVE', expected_task_state=instance_obj.SPAWNING)
         self.manager.update_scheduler_instance_info(context, instance)
         LOG.info('Instance %s is ACTIVE on %s:%s', instance.uuid, self.host, node)
 
@@ -122,7 +163,7 @@ class Builder:
         instance.host = None
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
-        instance.save()
+        self._save(instance, 'reschedule')
         self.manager.compute_task_api.build_instances(
             context, [instance], image, filter_properties, kwargs.get('admin_password'),
             kwargs.get('injected_files'), kwargs.get('requested_networks'),
@@ -137,11 +178,60 @@ class Builder:
         if message:
             fault.message = message[:255]
         try:
-            fault.create()
+            self._until_answered(fault.create, 'fault of %s' % instance.uuid)
             instance.host = None
             instance.node = None
             instance.vm_state = instance_obj.ERROR
             instance.task_state = None
-            instance.save()
+            self._save(instance, 'ERROR')
         except exception.InstanceNotFound:
             LOG.debug('Instance %s deleted before it could be set to ERROR', instance.uuid)
+
+    # -- conductor calls that outlast a broker or conductor outage -----------------------
+
+    def _until_answered(self, call, what):
+        """``call()``, tried again while the conductor does not answer (MessagingTimeout).
+
+        A build must end ACTIVE or ERROR in the database; while the broker or the conductor is
+        away the build waits (backing off to MAX_RETRY_DELAY s) instead of leaving the
+        instance BUILDING. Gives up after ``[DEFAULT] long_rpc_timeout``.
+        """
+        deadline = time.monotonic() + self.manager.conf.long_rpc_timeout
+        delay = 1
+        while True:
+            try:
+                return call()
+            except messaging.MessagingTimeout:
+                if time.monotonic() + delay > deadline:
+                    raise
+                LOG.warning('The conductor did not answer (%s); trying again in %d s.',
+                            what, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_DELAY)
+
+    def _save(self, instance, what, **expected):
+        """``instance.save(**expected)`` through ``_until_answered``.
+
+        A save that timed out may still have landed (its reply was what got lost): when the
+        retry then finds the state already written, that counts as saved.
+        """
+        wanted = {name: getattr(instance, name) for name in instance.obj_what_changed()
+                  if name in ('vm_state', 'task_state')}
+        tried = []
+
+        def save():
+            tried.append(1)
+            try:
+                instance.save(**expected)
+            except (exception.UnexpectedTaskStateError, exception.UnexpectedVMStateError):
+                if len(tried) == 1 or not wanted or not self._already(instance, wanted):
+                    raise
+        self._until_answered(save, '%s of instance %s' % (what, instance.uuid))
+
+    @staticmethod
+    def _already(instance, wanted):
+        current = instance_obj.Instance.get_by_uuid(instance._context, instance.uuid)
+        if any(getattr(current, name) != value for name, value in wanted.items()):
+            return False
+        instance.obj_reset_changes()
+        return True

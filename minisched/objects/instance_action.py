@@ -1,11 +1,15 @@
 """Instance actions and their events: where a request's time went and why it failed."""
+import logging
 import traceback
 
+import oslo_messaging as messaging
 from oslo_utils import timeutils
 
 from minisched.db.main import api as db
 from minisched.objects import base
 from minisched.objects import fields
+
+LOG = logging.getLogger(__name__)
 
 CREATE = 'create'
 DELETE = 'delete'
@@ -126,14 +130,25 @@ class EventReporter:
 
     def __enter__(self):
         for uuid in self.instance_uuids:
-            InstanceActionEvent.event_start(self.context, uuid, self.event_name,
-                                            want_result=False, host=self.host)
+            self._record(InstanceActionEvent.event_start, self.context, uuid, self.event_name,
+                         want_result=False, host=self.host)
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         tb = ''.join(traceback.format_tb(exc_tb)[-3:]) if exc_tb else None
         for uuid in self.instance_uuids:
-            InstanceActionEvent.event_finish_with_failure(
-                self.context, uuid, self.event_name, exc_val=exc_val, exc_tb=tb,
-                want_result=False, host=self.host)
+            self._record(InstanceActionEvent.event_finish_with_failure, self.context, uuid,
+                         self.event_name, exc_val=exc_val, exc_tb=tb, want_result=False,
+                         host=self.host)
         return False
+
+    def _record(self, method, context, uuid, *args, **kwargs):
+        """Record an event; a conductor that does not answer costs the event, not the work.
+
+        Events are a history for the operator: a build running while the broker or the
+        conductor is away must still end ACTIVE or ERROR rather than abort on its bookkeeping.
+        """
+        try:
+            method(context, uuid, *args, **kwargs)
+        except messaging.MessagingTimeout as exc:
+            LOG.warning('Event %s of instance %s not recorded: %s', self.event_name, uuid, exc)
