@@ -273,3 +273,9 @@ class BuildRequestAlreadyExists(MinischedException):
 
 class UnsupportedPolicyException(Invalid):
     msg_fmt = 'ServerGroup policy is not supported: %(reason)s'
+
+
+class BuildNotAccepted(MinischedException):
+    msg_fmt = ('The build of %(count)d instance(s) was not accepted: the message bus did not '
+               'take the request (%(reason)s). Nothing was created; try again.')
+    code = 503

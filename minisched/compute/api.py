@@ -5,9 +5,11 @@ does what nova-api does before and after the conductor: build requests, request 
 instance mappings in the API database, then a cast to the conductor; reads and deletes go to
 the instance's cell through its mapping.
 """
+import contextlib
 import datetime
 import logging
 
+import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
 from minisched.compute import rpcapi as compute_rpcapi
@@ -27,6 +29,12 @@ from minisched.objects import request_spec as request_spec_obj
 LOG = logging.getLogger(__name__)
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+#: Reconnection attempts for a build's cast while the broker is away (about 10 s with the
+#: default rabbit_retry_interval/backoff): then the request is withdrawn and the caller told,
+#: rather than kept waiting for the broker indefinitely.
+CAST_RETRIES = 3
 
 
 class API:
@@ -74,11 +82,40 @@ class API:
         if group is not None:
             instance_group_obj.InstanceGroup.add_members(context, group.uuid,
                                                          [s.instance_uuid for s in specs])
-        self.compute_task_api.schedule_and_build_instances(
-            context, build_requests=build_requests, request_specs=specs, image=image,
-            admin_password=None, injected_files=[], requested_networks=None,
-            block_device_mapping=[], tags=[])
+        try:
+            self.compute_task_api.schedule_and_build_instances(
+                context, build_requests=build_requests, request_specs=specs, image=image,
+                admin_password=None, injected_files=[], requested_networks=None,
+                block_device_mapping=[], tags=[], retry=CAST_RETRIES)
+        except messaging.MessageDeliveryFailure as exc:
+            if self._withdraw(context, build_requests):
+                raise exception.BuildNotAccepted(count=num_instances, reason=exc)
+            LOG.warning('The broker did not confirm the build of %s, but the conductor has '
+                        'taken it: the request stands.',
+                        ', '.join(spec.instance_uuid for spec in specs))
         return [spec.instance_uuid for spec in specs]
+
+    def _withdraw(self, context, build_requests):
+        """Take back build requests whose message the broker did not confirm; False when the
+        conductor took one meanwhile (the message got through, only its confirm was lost).
+
+        Deleting the build request is what the conductor checks before building (as for a
+        user's delete during scheduling), so a message that still arrives later builds
+        nothing.
+        """
+        for build_request in build_requests:
+            try:
+                build_request.destroy()
+            except exception.BuildRequestNotFound:
+                return False
+        for build_request in build_requests:
+            uuid = build_request.instance_uuid
+            with contextlib.suppress(exception.NotFound):
+                instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
+                                                                          uuid).destroy()
+            with contextlib.suppress(exception.NotFound):
+                request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
+        return True
 
     def _new_instance(self, context, flavor, image, availability_zone, display_name, index,
                       count):
