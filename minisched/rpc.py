@@ -1,5 +1,7 @@
 """The RPC layer: one transport per process, clients and servers carrying context and objects."""
 import logging
+import socket
+import threading
 
 import oslo_messaging as messaging
 from oslo_messaging.rpc import dispatcher
@@ -18,6 +20,7 @@ TRANSPORT = None
 NOTIFICATION_TRANSPORT = None
 NOTIFIER = None
 _CONF = None
+_URL = None  # the URL TRANSPORT was made from
 #: Transports of other cells' message buses, by URL (see ClientRouter).
 _CELL_TRANSPORTS = {}
 
@@ -29,10 +32,11 @@ def set_defaults(control_exchange=CONTROL_EXCHANGE):
 def init(conf, url=None):
     """Create the process's transports and notifier from ``conf`` (``url`` overrides
     ``transport_url``, e.g. ``fake://`` in tests)."""
-    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, _CONF
+    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, _CONF, _URL
     _CONF = conf
     TRANSPORT = messaging.get_rpc_transport(conf, url=url,
                                             allowed_remote_exmods=ALLOWED_EXMODS)
+    _URL = url or conf.transport_url  # registered by get_rpc_transport
     NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
         conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
     serializer = RequestContextSerializer(JsonPayloadSerializer())
@@ -43,13 +47,29 @@ def init(conf, url=None):
         NOTIFIER = messaging.Notifier(NOTIFICATION_TRANSPORT, serializer=serializer)
 
 
+#: Seconds ``cleanup()`` waits for the transports to close their connections.
+CLEANUP_TIMEOUT = 10
+
+
 def cleanup():
+    """Close the transports; with the broker away, give up after CLEANUP_TIMEOUT seconds.
+
+    oslo.messaging's cleanup waits for connections that a call abandoned by ``Client`` may
+    still hold while it reconnects to an unreachable broker (for ever): a process must still
+    be able to exit.
+    """
     global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
-    for transport in [TRANSPORT, NOTIFICATION_TRANSPORT] + list(_CELL_TRANSPORTS.values()):
-        if transport is not None:
-            transport.cleanup()
+    transports = [t for t in [TRANSPORT, NOTIFICATION_TRANSPORT, *_CELL_TRANSPORTS.values()]
+                  if t is not None]
     _CELL_TRANSPORTS.clear()
     TRANSPORT = NOTIFICATION_TRANSPORT = NOTIFIER = None
+    closing = threading.Thread(target=lambda: [t.cleanup() for t in transports], daemon=True,
+                               name='rpc-cleanup')
+    closing.start()
+    closing.join(CLEANUP_TIMEOUT)
+    if closing.is_alive():
+        LOG.warning('Message bus connections did not close within %d s (is the broker '
+                    'reachable?); leaving them.', CLEANUP_TIMEOUT)
 
 
 def initialized():
@@ -93,8 +113,102 @@ def get_serializer(server_side=False):
 
 def get_client(target, version_cap=None, serializer=None):
     assert TRANSPORT is not None, 'rpc.init() was not called'
-    return messaging.get_rpc_client(TRANSPORT, target, version_cap=version_cap,
-                                    serializer=serializer or get_serializer())
+    return Client(messaging.get_rpc_client(TRANSPORT, target, version_cap=version_cap,
+                                           serializer=serializer or get_serializer()),
+                  _URL)
+
+
+class Client:
+    """oslo.messaging's RPCClient, whose calls end at their timeout whatever the broker does.
+
+    oslo.messaging (18.x) publishes a call only once it holds its connection's lock, and
+    while the broker is unreachable the heartbeat thread holds that lock reconnecting (with
+    no retry limit): a call made during a broker outage would hang until the broker returns,
+    however short its timeout. Here each call runs in a thread of its own and the caller
+    waits at most its ``call_monitor_timeout`` (else its ``timeout``); at that point, if
+    the broker's port does not even accept a TCP connection, the caller gets MessagingTimeout
+    while the call is abandoned; otherwise it waits out the rest of ``timeout``. A call
+    abandoned this way is still published when the broker is back; its answer goes nowhere.
+    """
+
+    def __init__(self, client, url):
+        self._client = client
+        self._url = url
+
+    def prepare(self, **kwargs):
+        return _CallContext(self._client.prepare(**kwargs), self._url)
+
+    def can_send_version(self, version):
+        return self._client.can_send_version(version)
+
+    def cast(self, ctxt, method, **kwargs):
+        self.prepare().cast(ctxt, method, **kwargs)
+
+    def call(self, ctxt, method, **kwargs):
+        return self.prepare().call(ctxt, method, **kwargs)
+
+
+#: Seconds on top of a call's own timeout before the caller gives up on oslo.messaging.
+CALL_GRACE = 1.0
+
+
+class _CallContext:
+
+    def __init__(self, context, url):
+        self._context = context
+        self._url = url
+
+    def can_send_version(self, version):
+        return self._context.can_send_version(version)
+
+    def cast(self, ctxt, method, **kwargs):
+        self._context.cast(ctxt, method, **kwargs)
+
+    def call(self, ctxt, method, **kwargs):
+        outcome = []
+        done = threading.Event()
+
+        def run():
+            try:
+                outcome.append((True, self._context.call(ctxt, method, **kwargs)))
+            except BaseException as exc:  # handed to the caller below
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=run, daemon=True, name='rpc-call-%s' % method).start()
+        timeout = self._context.timeout or self._context.conf.rpc_response_timeout
+        first = min(self._context.call_monitor_timeout or timeout, timeout)
+        if not done.wait(first + CALL_GRACE):
+            unreachable = _unreachable_broker(self._context.conf, self._url)
+            if unreachable or not done.wait(max(timeout - first, 0)):
+                raise messaging.MessagingTimeout(
+                    'No reply to %s within %s s%s' % (
+                        method, first if unreachable else timeout,
+                        ': the message bus at %s is unreachable' % unreachable
+                        if unreachable else ''))
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+
+
+def _unreachable_broker(conf, url):
+    """``host:port`` of the broker of ``url`` when none of its hosts accepts a connection."""
+    try:
+        hosts = messaging.TransportURL.parse(conf, url).hosts
+    except Exception:
+        return None
+    tried = []
+    for host in hosts:
+        address = (host.hostname or 'localhost', host.port or 5672)
+        tried.append('%s:%d' % address)
+        try:
+            socket.create_connection(address, timeout=2).close()
+            return None
+        except OSError:
+            continue
+    return ', '.join(tried) or None
 
 
 class ClientRouter:
@@ -117,8 +231,9 @@ class ClientRouter:
         if transport is None:
             transport = _CELL_TRANSPORTS[url] = messaging.get_rpc_transport(
                 _CONF, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
-        return messaging.get_rpc_client(transport, self.target, version_cap=self.version_cap,
-                                        serializer=get_serializer())
+        return Client(messaging.get_rpc_client(transport, self.target,
+                                               version_cap=self.version_cap,
+                                               serializer=get_serializer()), url)
 
 
 def get_server(target, endpoints, serializer=None):

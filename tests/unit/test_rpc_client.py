@@ -1,0 +1,86 @@
+"""rpc.Client: calls end at their timeout even while oslo.messaging waits for a broker.
+
+Real oslo.messaging transports, no broker: a rabbit URL on a port nobody listens on (where
+oslo.messaging's own call would hang, reconnecting under its connection lock, until a broker
+appears), and the in-memory fake driver (a reachable "broker" with nobody answering).
+"""
+import socket
+import time
+
+import oslo_messaging as messaging
+
+from minisched import context
+from minisched import rpc
+from tests.unit import base
+
+
+def _closed_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]  # closed again when the with-block ends
+
+
+class TestDeadline(base.TestCase):
+
+    def _client(self, url, **prepare):
+        # The abandoned call holds a connection while it reconnects: don't wait 10 s for it.
+        self.addCleanup(setattr, rpc, 'CLEANUP_TIMEOUT', rpc.CLEANUP_TIMEOUT)
+        rpc.CLEANUP_TIMEOUT = 0.5
+        rpc.init(self.conf, url=url)
+        self.addCleanup(rpc.cleanup)
+        target = messaging.Target(topic='nobody-listens', version='1.0')
+        return rpc.get_client(target).prepare(**prepare)
+
+    def _timed_call(self, client):
+        start = time.monotonic()
+        with self.assertRaises(messaging.MessagingTimeout) as raised:
+            client.call(context.get_admin_context(), 'ping')
+        return time.monotonic() - start, str(raised.exception)
+
+    def test_unreachable_broker_fails_the_call_at_its_timeout(self):
+        port = _closed_port()
+        client = self._client('rabbit://guest:guest@127.0.0.1:%d/' % port, timeout=2)
+        elapsed, message = self._timed_call(client)
+        self.assertLess(elapsed, 2 + rpc.CALL_GRACE + 2)
+        self.assertIn('127.0.0.1:%d is unreachable' % port, message)
+
+    def test_call_monitor_timeout_bounds_the_wait_for_an_unreachable_broker(self):
+        port = _closed_port()
+        client = self._client('rabbit://guest:guest@127.0.0.1:%d/' % port, timeout=600,
+                              call_monitor_timeout=1)
+        elapsed, message = self._timed_call(client)
+        self.assertLess(elapsed, 1 + rpc.CALL_GRACE + 2)
+        self.assertIn('unreachable', message)
+
+    def test_reachable_bus_waits_the_whole_timeout(self):
+        # With call_monitor_timeout 1 and timeout 3 on a bus that is up, the caller is not cut
+        # short at the monitor timeout: the timeout that ends it is oslo.messaging's own.
+        client = self._client('fake://', timeout=3, call_monitor_timeout=1)
+        elapsed, message = self._timed_call(client)
+        self.assertGreater(elapsed, 2.5)
+        self.assertNotIn('unreachable', message)
+
+    def test_answers_and_errors_pass_through(self):
+        rpc.init(self.conf, url='fake://')
+        self.addCleanup(rpc.cleanup)
+
+        class Endpoint:
+            target = messaging.Target(version='1.0')
+
+            def echo(self, ctxt, value):
+                return value
+
+            def fail(self, ctxt):
+                raise ValueError('bad value')
+
+        target = messaging.Target(topic='echo', server='here', version='1.0')
+        server = rpc.get_server(target, [Endpoint()])
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+        client = rpc.get_client(messaging.Target(topic='echo', version='1.0')).prepare(
+            timeout=5)
+        ctxt = context.get_admin_context()
+        self.assertEqual({'a': [1, 2]}, client.call(ctxt, 'echo', value={'a': [1, 2]}))
+        with self.assertRaisesRegex(ValueError, 'bad value'):  # rebuilt from the remote one
+            client.call(ctxt, 'fail')
