@@ -8,6 +8,7 @@ the instance's cell through its mapping.
 import contextlib
 import datetime
 import logging
+import threading
 
 import oslo_messaging as messaging
 from oslo_utils import uuidutils
@@ -29,12 +30,6 @@ from minisched.objects import request_spec as request_spec_obj
 LOG = logging.getLogger(__name__)
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-#: Reconnection attempts for a build's cast while the broker is away (about 10 s with the
-#: default rabbit_retry_interval/backoff): then the request is withdrawn and the caller told,
-#: rather than kept waiting for the broker indefinitely.
-CAST_RETRIES = 3
 
 
 class API:
@@ -82,18 +77,47 @@ class API:
         if group is not None:
             instance_group_obj.InstanceGroup.add_members(context, group.uuid,
                                                          [s.instance_uuid for s in specs])
-        try:
-            self.compute_task_api.schedule_and_build_instances(
-                context, build_requests=build_requests, request_specs=specs, image=image,
-                admin_password=None, injected_files=[], requested_networks=None,
-                block_device_mapping=[], tags=[], retry=CAST_RETRIES)
-        except messaging.MessageDeliveryFailure as exc:
-            if self._withdraw(context, build_requests):
-                raise exception.BuildNotAccepted(count=num_instances, reason=exc)
-            LOG.warning('The broker did not confirm the build of %s, but the conductor has '
-                        'taken it: the request stands.',
-                        ', '.join(spec.instance_uuid for spec in specs))
+        self._hand_over(context, build_requests, specs, image)
         return [spec.instance_uuid for spec in specs]
+
+    def _hand_over(self, context, build_requests, specs, image):
+        """Cast the build to the conductor; the broker must take it within
+        ``rpc_response_timeout`` (oslo.messaging waits for its confirm).
+
+        With the broker away a cast would wait for it indefinitely (reconnecting under the
+        connection's lock, whatever retry it is given), so it runs in a thread of its own and
+        the request is withdrawn when that thread has not returned in time: the caller gets
+        BuildNotAccepted and nothing is left. A message that still goes out later finds its
+        build requests gone and builds nothing.
+        """
+        failure = []
+        done = threading.Event()
+
+        def cast():
+            try:
+                self.compute_task_api.schedule_and_build_instances(
+                    context, build_requests=build_requests, request_specs=specs, image=image,
+                    admin_password=None, injected_files=[], requested_networks=None,
+                    block_device_mapping=[], tags=[])
+            except Exception as exc:
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=cast, daemon=True, name='build-cast').start()
+        timeout = self.conf.rpc_response_timeout
+        if done.wait(timeout) and not failure:
+            return
+        reason = (failure[0] if failure else
+                  'no confirm from the broker within %d s' % timeout)
+        if not self._withdraw(context, build_requests):
+            LOG.warning('The broker did not take the build of %s (%s), but the conductor has: '
+                        'the request stands.',
+                        ', '.join(spec.instance_uuid for spec in specs), reason)
+            return
+        if failure and not isinstance(failure[0], messaging.MessagingException):
+            raise failure[0]
+        raise exception.BuildNotAccepted(count=len(specs), reason=reason)
 
     def _withdraw(self, context, build_requests):
         """Take back build requests whose message the broker did not confirm; False when the

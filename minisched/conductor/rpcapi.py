@@ -75,10 +75,8 @@ class ComputeTaskAPI:
 
     def schedule_and_build_instances(self, context, build_requests, request_specs, image,
                                      admin_password, injected_files, requested_networks,
-                                     block_device_mapping, tags=None, retry=None):
-        """Cast the build; ``retry`` bounds the reconnection attempts when the broker is away
-        (None: until it is back), after which MessageDeliveryFailure is raised."""
-        cctxt = self.client.prepare(version='1.17', retry=retry)
+                                     block_device_mapping, tags=None):
+        cctxt = self.client.prepare(version='1.17')
         cctxt.cast(context, 'schedule_and_build_instances', build_requests=build_requests,
                    request_specs=request_specs, image=image, admin_password=admin_password,
                    injected_files=injected_files, requested_networks=requested_networks,
