@@ -50,6 +50,8 @@ class HostStateTable:
         self.active = np.zeros(self.capacity, dtype=bool)
         #: Rows consumed in memory since their last compute report (the TTL check reads it).
         self.consumed = set()
+        #: Bumped whenever a row's service record is replaced (HostState.service).
+        self.service_changes = 0
         self._free_rows = []
 
     def _grow(self):
@@ -165,6 +167,17 @@ class HostState:
 
     def release(self):
         self._table.release(self._row)
+
+    @property
+    def service(self):
+        return self._service
+
+    @service.setter
+    def service(self, value):
+        # Counted per table: the ComputeFilter's vectorised form re-reads service records
+        # only when one of them was replaced.
+        self._service = value
+        self._table.service_changes += 1
 
     def update(self, compute=None, service=None, aggregates=None, inst_dict=None):
         """Refresh from a compute node record, its service, aggregates and instances."""

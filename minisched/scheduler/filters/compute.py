@@ -45,6 +45,15 @@ class _ServiceRows:
         self.ids = np.zeros(0, dtype=np.int64)
         self.beat = np.zeros(0, dtype=np.int64)
         self.disabled, self.alive, self.refs = np.zeros(0, bool), np.zeros(0, bool), []
+        #: ``table.service_changes`` when the facts were last checked, and of which rows.
+        self.seen_changes, self.seen_rows = None, None
+
+    def current(self, table, rows):
+        """Whether no service record was replaced since ``rows`` (or more) were checked."""
+        return (self.seen_changes == table.service_changes and self.seen_rows is not None
+                and (self.seen_rows is rows or
+                     (len(rows) <= len(self.seen_rows) and
+                      np.isin(rows, self.seen_rows, assume_unique=True).all())))
 
     def refresh(self, rows, services):
         grow = int(rows.max()) + 1 - len(self.ids)
@@ -89,10 +98,11 @@ class ComputeFilter(filters.BaseHostFilter):
     def filter_rows(self, view, spec_obj):
         if not len(view):
             return np.zeros(0, dtype=bool)
-        states = view.states()
         facts = self._tables.setdefault(view.table, _ServiceRows())
         rows = np.asarray(view.rows)
-        facts.refresh(rows, list(map(operator.attrgetter('service'), states)))
+        if not facts.current(view.table, rows):
+            facts.refresh(rows, list(map(operator.attrgetter('service'), view.states())))
+            facts.seen_changes, facts.seen_rows = view.table.service_changes, rows
         now = (timeutils.normalize_time(timeutils.utcnow()) - _EPOCH) // _MICROSECOND
         # Same float as abs(timedelta.total_seconds()): int64 -> float64 is exact here.
         recent = np.abs(now - facts.beat[rows]) / 1e6 <= self.conf.service_down_time
@@ -100,5 +110,5 @@ class ComputeFilter(filters.BaseHostFilter):
         down = ~disabled & ~(facts.alive[rows] & recent)
         for index in np.flatnonzero(down).tolist():
             LOG.warning('%(host_state)s has not been heard from in a while',
-                        {'host_state': states[index]})
+                        {'host_state': view.table.states[int(rows[index])]})
         return ~disabled & ~down
