@@ -223,10 +223,12 @@ class FilterScheduler(driver.Scheduler):
         if index > 0 and num_alts > 0:
             candidates, _, filters_ran = self._get_sorted_hosts(spec_obj, candidates, index)
         selected_keys = {(s.host, s.nodename) for s in selected}
-        pool = self.pipeline.states(candidates) if num_alts else []
         selections = []
         for chosen in selected:
             alternates = []
+            # Walked lazily: the alternates are found among the first few of the candidates.
+            pool = (self.pipeline.state(candidates, position)
+                    for position in range(len(candidates) if num_alts else 0))
             for host_state in pool:
                 if len(alternates) >= num_alts:
                     break
