@@ -15,6 +15,7 @@ import functools
 import gc
 import json
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -79,7 +80,9 @@ class NodeRecord:
     """
 
     def __init__(self, row, conf):
-        self.__dict__.update(row)
+        # The row itself answers every other attribute (see __getattr__): copying it into
+        # __dict__ cost 1 KB per node, 12 MB of a worker at 10,000 hosts.
+        self._row = row
         self.stats = {k: None if v is None else str(v)
                       for k, v in (json.loads(row['stats']) if row['stats'] else {}).items()}
         self.supported_hv_specs = _hv_specs(row['supported_instances'])
@@ -92,8 +95,14 @@ class NodeRecord:
             if value is not None and value.tzinfo is None:
                 setattr(self, name, value.replace(tzinfo=datetime.timezone.utc))
 
+    def __getattr__(self, name):  # only for names not set in __init__
+        try:
+            return self.__dict__['_row'][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
     def __contains__(self, name):
-        return name in self.__dict__
+        return name in self.__dict__ or name in self._row
 
 
 class HostManager:
@@ -286,7 +295,7 @@ class HostManager:
                 continue
             if _same_version(self._services.get(row['host']), row):
                 continue  # read again only because it lies in the look-back window
-            self._services[row['host']] = row
+            self._services[row['host']] = _share_strings(row)
             for state in self._states_by_host.get(row['host'], ()):
                 state.update(service=row)
         seen = set()
@@ -353,6 +362,7 @@ class HostManager:
         state = self.host_state_map.get(key)
         if state is not None and _same_version(state.last_record, row):
             return  # read again only because it lies in the look-back window
+        _share_strings(row)
         if state is None:
             state = self._new_host_state(row, cell_uuid)
             self._mappings_dirty = True
@@ -593,6 +603,22 @@ def _gc_paused(paused):
     finally:
         if paused and was_enabled:
             gc.enable()
+
+
+#: Columns whose values repeat from host to host ('minisched-compute', 'fake', '[]' ...).
+_SHARED_COLUMNS = ('binary', 'topic', 'disabled_reason', 'hypervisor_type', 'cpu_info',
+                   'host_ip', 'supported_instances', 'metrics', 'pci_stats', 'numa_topology',
+                   'extra_resources')
+
+
+def _share_strings(row):
+    """Make the row's repeating string values one object each (the driver returns a new
+    string per row): 3 MB of a worker at 10,000 hosts. Returns ``row``."""
+    for name in _SHARED_COLUMNS:
+        value = row.get(name)
+        if type(value) is str and len(value) <= 256:
+            row[name] = sys.intern(value)
+    return row
 
 
 def _same_version(known, row):

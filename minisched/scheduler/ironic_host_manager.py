@@ -28,7 +28,7 @@ class IronicNodeState(host_state.HostState):
         self.free_ram_mb = compute.free_ram_mb
         self.total_usable_ram_mb = compute.memory_mb
         self.free_disk_mb = compute.free_disk_gb * 1024
-        self.stats = dict(compute.stats or {})
+        self.stats = compute.stats or {}  # shared, as Nova does: never changed in place
         self.uuid = compute.uuid
         self.total_usable_disk_gb = compute.local_gb
         self.hypervisor_type = compute.hypervisor_type
