@@ -236,6 +236,29 @@ class ClientRouter:
                                                serializer=get_serializer()), url)
 
 
+def cell_transport_url(cell_mapping):
+    """The message bus of ``cell_mapping`` when it has one apart from this process's bus
+    (its URL template filled in), else None."""
+    url = getattr(cell_mapping, 'transport_url', None)
+    if not url or url.startswith('none:') or TRANSPORT is None:
+        return None
+    if '{' in url:
+        from minisched.objects import cell_mapping as cell_mapping_obj
+        url = cell_mapping_obj.format_url(url, _URL)
+    return None if url == _URL else url
+
+
+def get_cell_server(url, target, endpoints):
+    """An RPC server on another cell's bus ``url`` (its transport shared with ClientRouter)."""
+    transport = _CELL_TRANSPORTS.get(url)
+    if transport is None:
+        transport = _CELL_TRANSPORTS[url] = messaging.get_rpc_transport(
+            _CONF, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+    return messaging.get_rpc_server(transport, target, endpoints,
+                                    serializer=get_serializer(server_side=True),
+                                    access_policy=dispatcher.DefaultRPCAccessPolicy)
+
+
 def get_server(target, endpoints, serializer=None):
     assert TRANSPORT is not None, 'rpc.init() was not called'
     access_policy = dispatcher.DefaultRPCAccessPolicy

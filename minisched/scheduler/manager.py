@@ -7,6 +7,7 @@ from oslo_service import periodic_task
 
 from minisched import exception
 from minisched import manager
+from minisched import rpc
 from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler import plugins
@@ -32,6 +33,7 @@ class SchedulerManager(manager.Manager):
             '_run_periodic_tasks': conf.scheduler.periodic_task_interval,
         })
         self._discover_warned = False
+        self._cell_servers = {}  # cell bus URL -> RPC server on it
 
     def post_start_hook(self):
         # Runs in each worker after the fork: build host states before the first request.
@@ -41,6 +43,40 @@ class SchedulerManager(manager.Manager):
         except Exception:
             LOG.exception('Could not build host states at start-up; the first request will '
                           'try again')
+        self._listen_on_cell_buses()
+
+    def _listen_on_cell_buses(self):
+        """Also serve the scheduler topic on each cell's own message bus.
+
+        Computes of a cell with a bus of its own send their update/delete/sync_instance_info
+        fanouts (and their cell conductor its calls) there; in Nova those never reach the
+        schedulers, whose instance information for such hosts then goes stale until a sync
+        mismatch. Cells are those the host manager knows (read at start and on SIGHUP).
+        """
+        target = messaging.Target(topic='scheduler', server=self.host)
+        for cell in self.driver.host_manager.cells or ():
+            url = rpc.cell_transport_url(cell)
+            if url is None or url in self._cell_servers:
+                continue
+            try:
+                server = rpc.get_cell_server(url, target, [self])
+                server.start()
+            except Exception:
+                LOG.exception('Could not listen on the message bus of cell %s', cell.name)
+                continue
+            self._cell_servers[url] = server
+            LOG.info('Listening for scheduler messages on the bus of cell %s too',
+                     cell.name or cell.uuid)
+
+    def cleanup_host(self):
+        for server in self._cell_servers.values():
+            try:
+                server.stop()
+                server.wait()
+            except Exception:
+                LOG.exception('Error while stopping a cell bus listener')
+        self._cell_servers.clear()
+        super().cleanup_host()
 
     @periodic_task.periodic_task(spacing=60, run_immediately=True)
     def _discover_hosts_in_cells(self, context):
@@ -64,6 +100,7 @@ class SchedulerManager(manager.Manager):
 
     def reset(self):
         self.driver.host_manager.refresh_cells_caches()
+        self._listen_on_cell_buses()  # a cell added since start, with a bus of its own
 
     @messaging.expected_exceptions(exception.NoValidHost, exception.InvalidRequestSpec)
     def select_destinations(self, ctxt, request_spec=None, filter_properties=None,

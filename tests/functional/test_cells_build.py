@@ -15,7 +15,8 @@ cell1's config file). What is proved:
   alternates (no scheduler on cell2's bus); the instance ends ACTIVE on the other cell2
   compute;
 * ``API.delete`` casts ``terminate_instance`` on cell2's bus: the row is soft-deleted in
-  cell2's database and the compute's usage freed.
+  cell2's database and the compute's usage freed;
+* the scheduler listens on cell2's bus too: c2's update_instance_info reaches it.
 
 Every cell runs with the same ``control_exchange``, as a Nova deployment does: the exchange of
 a cast comes from the caller's configuration, not from the cell's transport URL, so a cell
@@ -85,7 +86,7 @@ def test_build_reschedule_and_delete_in_a_cell_with_its_own_bus(
     cell1.start_compute('c1', conf=COMPUTE_CONF, wait=False, **C1)
     cell2.start_compute('c2', conf=COMPUTE_CONF, wait=False, **C2)
     uuids = cells_created()
-    cell1.start_scheduler(workers=1, wait=False)
+    cell1.start_scheduler(workers=1, wait=False, conf={'DEFAULT': {'debug': True}})
     dep.node('cell1', 'c1')
     dep.node('cell2', 'c2')
     dep.manage('cell', 'discover_hosts')
@@ -125,6 +126,12 @@ def test_build_reschedule_and_delete_in_a_cell_with_its_own_bus(
     assert cell_instance(cell2, in_cell1) is None
     assert cell2.query("SELECT memory_mb_used FROM compute_nodes WHERE host = 'c2'") == [
         {'memory_mb_used': 2 * BIG_RAM['memory_mb']}]
+    # The scheduler also listens on cell2's bus: c2's instance info reached it (in Nova it
+    # would not, the fanout going out on a bus no scheduler reads).
+    assert 'Listening for scheduler messages on the bus of cell cell2 too' in \
+        cell1.log('scheduler')
+    base.wait_for(lambda: 'cached instance information for host c2' in cell1.log('scheduler'),
+                  30, message="c2's update_instance_info to reach the scheduler")
 
     # 2. c3 joins cell2, with the most RAM (picked first) and every spawn failing: cell2's
     # compute asks cell2's conductor to reschedule, which builds on the alternate c2.
