@@ -1,5 +1,6 @@
 """Scheduler RPC endpoint (topic ``scheduler``, API 4.5). No scheduling logic lives here."""
 import logging
+import threading
 
 import oslo_messaging as messaging
 from oslo_serialization import jsonutils
@@ -53,23 +54,32 @@ class SchedulerManager(manager.Manager):
         schedulers, whose instance information for such hosts then goes stale until a sync
         mismatch. Cells are those the host manager knows (read at start and on SIGHUP).
         """
-        target = messaging.Target(topic='scheduler', server=self.host)
         for cell in self.driver.host_manager.cells or ():
             url = rpc.cell_transport_url(cell)
             if url is None or url in self._cell_servers:
                 continue
-            try:
-                server = rpc.get_cell_server(url, target, [self])
-                server.start()
-            except Exception:
-                LOG.exception('Could not listen on the message bus of cell %s', cell.name)
-                continue
-            self._cell_servers[url] = server
-            LOG.info('Listening for scheduler messages on the bus of cell %s too',
-                     cell.name or cell.uuid)
+            self._cell_servers[url] = None  # starting
+            # In a thread: oslo.messaging connects before start() returns, for as long as
+            # it takes, and a cell whose bus is down must not hold up this service.
+            threading.Thread(target=self._listen_on, args=(url, cell.name or cell.uuid),
+                             daemon=True, name='cell-bus-%s' % (cell.name or cell.uuid)).start()
+
+    def _listen_on(self, url, cell_name):
+        target = messaging.Target(topic='scheduler', server=self.host)
+        try:
+            server = rpc.get_cell_server(url, target, [self])
+            server.start()
+        except Exception:
+            LOG.exception('Could not listen on the message bus of cell %s', cell_name)
+            self._cell_servers.pop(url, None)
+            return
+        self._cell_servers[url] = server
+        LOG.info('Listening for scheduler messages on the bus of cell %s too', cell_name)
 
     def cleanup_host(self):
         for server in self._cell_servers.values():
+            if server is None:
+                continue  # still connecting: its thread dies with the process
             try:
                 server.stop()
                 server.wait()
