@@ -94,10 +94,6 @@ def target_cell(context, cell_mapping):
             from minisched.objects import cell_mapping as cell_mapping_obj
             url = cell_mapping_obj.format_url(url, engines.configured_url(engines.MAIN))
         cctxt.db_connection = url
-        mq = getattr(cell_mapping, 'transport_url', None)
-        if mq and '{' in mq:
-            from minisched import rpc
-            from minisched.objects import cell_mapping as cell_mapping_obj
-            mq = cell_mapping_obj.format_url(mq, rpc._CONF.transport_url if rpc._CONF else None)
-        cctxt.transport_url = mq if mq and not mq.startswith('none:') else None
+        from minisched import rpc
+        cctxt.transport_url = rpc.cell_bus_url(cell_mapping)
     yield cctxt

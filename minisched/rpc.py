@@ -236,15 +236,21 @@ class ClientRouter:
                                                serializer=get_serializer()), url)
 
 
-def cell_transport_url(cell_mapping):
-    """The message bus of ``cell_mapping`` when it has one apart from this process's bus
-    (its URL template filled in), else None."""
+def cell_bus_url(cell_mapping):
+    """``cell_mapping``'s transport URL, a template filled in from this process's own URL;
+    None when it has none (or a ``none:`` one)."""
     url = getattr(cell_mapping, 'transport_url', None)
-    if not url or url.startswith('none:') or TRANSPORT is None:
+    if not url or url.startswith('none:'):
         return None
     if '{' in url:
         from minisched.objects import cell_mapping as cell_mapping_obj
         url = cell_mapping_obj.format_url(url, _URL)
+    return url
+
+
+def cell_transport_url(cell_mapping):
+    """The message bus of ``cell_mapping`` when it has one apart from this process's bus."""
+    url = cell_bus_url(cell_mapping) if TRANSPORT is not None else None
     return None if url == _URL else url
 
 
