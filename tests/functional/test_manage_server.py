@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from tests.functional import base
+from tests.functional import resilience
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(240)]
 
@@ -43,12 +44,7 @@ def manage(cluster, *args, expect=0):
 @pytest.fixture
 def cluster(request, tmp_path, database):
     """A ``base.Cluster`` with synced databases on a vhost made for it, deleted after."""
-    base.check_rabbit(base.TRANSPORT_URL)
-    url, delete_vhost = base.make_vhost(base.TRANSPORT_URL)
-    if url == base.TRANSPORT_URL:
-        base.unavailable('no vhost of its own for the test cluster: rabbitmqctl is needed '
-                         '(see MINISCHED_TEST_RABBITMQCTL in tests/functional/base.py)')
-    request.addfinalizer(delete_vhost)
+    url = resilience.own_vhost(request)
     cluster = base.Cluster(tmp_path, url, database, own_vhost=True)
     # Read by conftest's report hook: a failed test shows the tail of each service log.
     request.node.minisched_clusters = getattr(request.node, 'minisched_clusters', []) + [cluster]
