@@ -86,7 +86,8 @@ def configured_url(database):
     return url
 
 
-def _check_allowed():
+def check_allowed():
+    """Raise DBNotAllowed in a process that ``block_db_access`` closed to databases."""
     binary = _blocked['binary']
     if binary is None:
         return
@@ -123,7 +124,7 @@ def _engine_options(url, database):
 
 def engine_for_url(url, database=MAIN):
     """The cached engine of ``url``, created with ``database``'s options on first use."""
-    _check_allowed()
+    check_allowed()
     with _lock:
         cached = _engines.get(url)
         if cached is None:
@@ -200,10 +201,14 @@ def _harden_sqlite(engine):
         cursor.close()
 
 
+def main_url(context=None):
+    """URL of the cell database ``context`` targets (``context.db_connection``), else main."""
+    return getattr(context, 'db_connection', None) or configured_url(MAIN)
+
+
 def main_engine(context=None):
     """Engine of the cell database ``context`` targets (``context.db_connection``), else main."""
-    url = getattr(context, 'db_connection', None) or configured_url(MAIN)
-    return engine_for_url(url, MAIN)
+    return engine_for_url(main_url(context), MAIN)
 
 
 def api_engine():

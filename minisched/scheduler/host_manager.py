@@ -5,7 +5,9 @@ states here live for the process and are refreshed incrementally: each refresh r
 compute node and service rows changed since the previous one (``updated_at``), so an unchanged
 cluster costs two indexed queries. A full re-read happens at start-up and every
 ``FULL_RESYNC_SECONDS`` to catch anything an incremental read could miss. Instance lists come
-from the computes' fanout casts, aggregates from the API's.
+from the computes' fanout casts, aggregates from the API's. When the database can say cheaply
+that nothing was committed since the last read (an SQLite file: ``minisched.db.markers``), the
+queries are skipped altogether.
 """
 import collections
 from concurrent import futures
@@ -135,6 +137,7 @@ class HostManager:
         self._down_cells = {}                          # cell uuid -> when it failed
         self._host_cells = {}                          # mapped host -> cell uuid
         self._host_cells_since = None
+        self._host_cells_marker = None
         self._unmapped_warned = set()
         self._mappings_dirty = True
         self.cells = None
@@ -232,7 +235,8 @@ class HostManager:
                 return
             now = self._refresh_started = time.monotonic()
             results = self._scatter_gather(context, full, now)
-            self._refresh_host_mappings(context, full or self._host_cells_since is None)
+            self._refresh_host_mappings(context, full or self._host_cells_since is None,
+                                        forced=full)
             for cell_uuid, (fetched, error) in results.items():
                 if error is not None:
                     self._mark_cell_down(cell_uuid, error)
@@ -245,14 +249,19 @@ class HostManager:
         metrics.record_refresh(self.last_refresh_seconds)
 
     def _scatter_gather(self, context, full, now):
-        """``{cell uuid: ((services, nodes, full), None) or (None, error)}`` for every cell."""
+        """``{cell uuid: (fetched, None) or (None, error)}`` for every cell (``fetched``: see
+        :meth:`_fetch_cell`)."""
         jobs = {}
         for cell in self.cells:
             cell_uuid = cell.uuid if cell is not None else LOCAL_CELL_UUID
-            sync = self._cell_sync.setdefault(cell_uuid, {'since': None, 'full_at': 0.0})
+            sync = self._cell_sync.setdefault(cell_uuid, {'since': None, 'full_at': 0.0,
+                                                          'marker': None, 'full_marker': None})
             cell_full = (full or sync['since'] is None or
                          now - sync['full_at'] > FULL_RESYNC_SECONDS)
-            jobs[cell_uuid] = (cell, sync['since'], cell_full)
+            # Unchanged since the read this one would repeat: nothing to read. A forced full
+            # read always reads.
+            unchanged = None if full else sync['full_marker' if cell_full else 'marker']
+            jobs[cell_uuid] = (cell, sync['since'], cell_full, unchanged)
         if len(jobs) == 1:  # the common single-cell case needs no threads
             (cell_uuid, args), = jobs.items()
             return {cell_uuid: self._fetch_guarded(context, *args)}
@@ -265,19 +274,27 @@ class HostManager:
                                                     CELL_TIMEOUT_SECONDS)))
                     for cell_uuid, future in pending.items()}
 
-    def _fetch_guarded(self, context, cell, since, full):
+    def _fetch_guarded(self, context, cell, since, full, unchanged):
         try:
-            return self._fetch_cell(context, cell, since, full), None
+            return self._fetch_cell(context, cell, since, full, unchanged), None
         except Exception as exc:
             return None, exc
 
-    def _fetch_cell(self, context, cell, since, full):
+    def _fetch_cell(self, context, cell, since, full, unchanged):
+        """``(services, nodes, full, marker)``: the cell's rows changed since ``since`` (all
+        of them when ``full``); services and nodes are None when its change marker still
+        equals ``unchanged`` (nothing to read). The marker is read before the rows, so a
+        commit racing the read shows next time."""
         with ms_context.target_cell(context, cell) as cctxt:
+            marker = db.changes_marker(cctxt)
+            if marker is not None and marker == unchanged:
+                return None, None, full, marker
             if full:
                 return (db.service_get_all_by_binary(cctxt, COMPUTE_BINARY,
                                                      include_disabled=True),
-                        db.compute_node_get_all(cctxt), True)
-            return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since - SKEW), False)
+                        db.compute_node_get_all(cctxt), True, marker)
+            return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since - SKEW), False,
+                    marker)
 
     def _mark_cell_down(self, cell_uuid, error):
         if cell_uuid not in self._down_cells:
@@ -285,8 +302,15 @@ class HostManager:
                         'does.', cell_uuid, type(error).__name__, error)
         self._down_cells[cell_uuid] = time.monotonic()
 
-    def _apply_cell(self, cell_uuid, services, nodes, full, now):
+    def _apply_cell(self, cell_uuid, services, nodes, full, marker, now):
         sync = self._cell_sync[cell_uuid]
+        if services is None:  # nothing committed since the read this one would repeat
+            if full:
+                sync['full_at'] = now
+            return
+        sync['marker'] = marker
+        if full:
+            sync['full_marker'] = marker
         newest = sync['since']
         for row in services:
             newest = _newest(newest, row)
@@ -317,12 +341,15 @@ class HostManager:
 
     # -- host mappings: only mapped hosts are schedulable ------------------------------
 
-    def _refresh_host_mappings(self, context, full):
+    def _refresh_host_mappings(self, context, full, forced=False):
         if self.cells == [None]:
             return  # no cells mapped: every host of the local database is schedulable
         since = None if full else self._host_cells_since - SKEW
         started = timeutils.utcnow()
         try:
+            marker = api_db.changes_marker()
+            if not forced and marker is not None and marker == self._host_cells_marker:
+                return  # nothing committed to the API database since the last read
             found = api_db.host_mapping_get_host_cells(context, since=since)
         except Exception as exc:
             LOG.warning('Could not read host mappings (%s); keeping the known ones', exc)
@@ -334,6 +361,7 @@ class HostManager:
             self._host_cells.update(found)
             self._mappings_dirty = True
         self._host_cells_since = started
+        self._host_cells_marker = marker
 
     def _apply_mappings(self):
         """Flag the rows of mapped hosts; tell the operator about unmapped ones, once each."""

@@ -13,7 +13,7 @@ from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 
 from minisched import exception
-from minisched.db import engines, utils
+from minisched.db import engines, markers, utils
 from minisched.db.api import models
 
 cells = models.cell_mappings
@@ -172,6 +172,12 @@ def host_mapping_get_all(context, cell_id=None):
     where = [] if cell_id is None else [host_mappings.c.cell_id == cell_id]
     with _begin() as conn:
         return _with_cells(conn, utils.fetch_all(conn, host_mappings, *where))
+
+
+def changes_marker():
+    """A marker that stays equal while nothing is committed to the API database, or None
+    when the backend gives none (see ``minisched.db.markers``)."""
+    return markers.current(engines.configured_url(engines.API))
 
 
 def host_mapping_get_host_cells(context, since=None):

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from oslo_utils import uuidutils
 
 from minisched import exception
-from minisched.db import engines, utils
+from minisched.db import engines, markers, utils
 from minisched.db.main import models
 
 #: Binary of the compute service (``service_get_by_compute_host``, ``service_destroy``).
@@ -136,6 +136,12 @@ def service_get_all_changed_since(context, binary, since):
     for the scheduler's incremental refresh."""
     with _begin(context) as conn:
         return utils.fetch_changed_since(conn, _SERVICES_CHANGED, since=since, binary=binary)
+
+
+def changes_marker(context):
+    """A marker that stays equal while nothing is committed to the cell database ``context``
+    targets, or None when the backend gives none (see ``minisched.db.markers``)."""
+    return markers.current(engines.main_url(context))
 
 
 def compute_changes_since(context, binary, since):

@@ -1,0 +1,142 @@
+"""HostManager.refresh against real SQLite files: queries skipped only while nothing changed."""
+import datetime
+import shutil
+import tempfile
+
+import sqlalchemy as sa
+from oslo_utils import timeutils
+
+from minisched import context
+from minisched.db.api import api as api_db
+from minisched.db import engines
+from minisched.db import markers
+from minisched.db import migration
+from minisched.db.main import api as db
+from minisched.scheduler import host_manager
+from tests.unit import base
+
+
+class TestRefreshSkipsOnlyUnchangedDatabases(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = tempfile.mkdtemp(prefix='minisched-refresh-')
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.main_url = 'sqlite:///%s/cell1.sqlite' % self.dir
+        self.api_url = 'sqlite:///%s/api.sqlite' % self.dir
+        migration.db_sync(self.main_url, 'main')
+        migration.db_sync(self.api_url, 'api')
+        self.flags(group='database', connection=self.main_url)
+        self.flags(group='api_database', connection=self.api_url)
+        self.flags(service_down_time=86400)
+        engines.dispose_all()
+        engines.configure(self.conf)
+        self.addCleanup(engines.dispose_all)
+        self.addCleanup(markers.forget_all)
+        self.ctxt = context.get_admin_context()
+        self.statements = []
+        for engine in (engines.main_engine(), engines.api_engine()):
+            sa.event.listen(engine, 'before_cursor_execute', self._count)
+            self.addCleanup(sa.event.remove, engine, 'before_cursor_execute', self._count)
+
+    def _count(self, conn, cursor, statement, *args):
+        self.statements.append(statement)
+
+    def _add_host(self, host, free_ram_mb=4096, ctxt=None):
+        ctxt = ctxt or self.ctxt
+        service = db.service_create(ctxt, {'host': host, 'binary': 'minisched-compute',
+                                           'topic': 'compute', 'report_count': 1})
+        return db.compute_node_create(ctxt, {
+            'host': host, 'hypervisor_hostname': host, 'service_id': service['id'],
+            'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100, 'vcpus_used': 0,
+            'memory_mb_used': 8192 - free_ram_mb, 'local_gb_used': 0,
+            'free_ram_mb': free_ram_mb, 'free_disk_gb': 100, 'disk_available_least': 100,
+            'hypervisor_type': 'fake', 'hypervisor_version': 1000, 'cpu_info': '',
+            'supported_instances': '[]', 'stats': '{}'})
+
+    def _manager(self):
+        hm = host_manager.HostManager(self.conf)
+        hm.ensure_initialized(self.ctxt)
+        return hm
+
+    def _refresh(self, hm, **kwargs):
+        del self.statements[:]
+        hm.refresh(self.ctxt, **kwargs)
+        return list(self.statements)
+
+    def test_unchanged_database_is_not_queried_and_a_commit_is_seen_next(self):
+        node = self._add_host('h1', free_ram_mb=4096)
+        hm = self._manager()
+        self.assertEqual(4096, hm.host_state_map[('h1', 'h1')].free_ram_mb)
+        self.assertEqual([], self._refresh(hm))
+        self.assertEqual([], self._refresh(hm))
+        db.compute_node_update(self.ctxt, node['id'], {'free_ram_mb': 1024,
+                                                        'updated_at': timeutils.utcnow()})
+        self.assertNotEqual([], self._refresh(hm))  # the next request sees the report
+        self.assertEqual(1024, hm.host_state_map[('h1', 'h1')].free_ram_mb)
+        self.assertEqual([], self._refresh(hm))
+
+    def test_new_host_is_seen_by_the_next_refresh(self):
+        self._add_host('h1')
+        hm = self._manager()
+        self._refresh(hm)
+        self._add_host('h2')
+        self._refresh(hm)
+        self.assertEqual({('h1', 'h1'), ('h2', 'h2')}, set(hm.host_state_map))
+
+    def test_periodic_full_read_of_an_unchanged_database_keeps_every_host(self):
+        self._add_host('h1')
+        self._add_host('h2')
+        hm = self._manager()
+        for sync in hm._cell_sync.values():
+            sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1  # a full read is due
+        self.assertEqual([], self._refresh(hm))
+        self.assertEqual({('h1', 'h1'), ('h2', 'h2')}, set(hm.host_state_map))
+        self.assertEqual([], self._refresh(hm))  # and it counts as done
+
+    def test_periodic_full_read_after_a_change_reads_everything(self):
+        self._add_host('h1')
+        hm = self._manager()
+        self._add_host('h2')
+        self._refresh(hm)  # incremental: h2 arrives
+        for sync in hm._cell_sync.values():
+            sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1
+        statements = self._refresh(hm)
+        # The full read selects every compute node, not only the changed ones.
+        self.assertTrue(any('FROM compute_nodes' in s and 'updated_at >=' not in s
+                            for s in statements), statements)
+
+    def test_forced_full_refresh_always_reads(self):
+        self._add_host('h1')
+        hm = self._manager()
+        self.assertNotEqual([], self._refresh(hm, full=True))
+
+    def test_new_host_mapping_is_seen_by_the_next_refresh(self):
+        cell = api_db.cell_mapping_create(self.ctxt, {
+            'name': 'cell1', 'database_connection': self.main_url,
+            'transport_url': 'none:///'})
+        self._add_host('h1')
+        self._add_host('h2')
+        api_db.host_mapping_create(self.ctxt, 'h1', cell['id'])
+        hm = self._manager()
+        self.assertEqual(['h1'], _schedulable(hm))
+        self.assertEqual([], self._refresh(hm))
+        api_db.host_mapping_create(self.ctxt, 'h2', cell['id'])
+        statements = self._refresh(hm)
+        self.assertTrue(any('host_mappings' in s for s in statements), statements)
+        self.assertEqual(['h1', 'h2'], _schedulable(hm))
+
+    def test_old_timestamps_are_caught_by_the_look_back_after_a_commit(self):
+        # A row committed late with an updated_at inside the look-back window is still read.
+        node = self._add_host('h1', free_ram_mb=4096)
+        hm = self._manager()
+        self._refresh(hm)
+        stamp = timeutils.utcnow() - datetime.timedelta(seconds=1)
+        db.compute_node_update(self.ctxt, node['id'], {'free_ram_mb': 2048,
+                                                        'updated_at': stamp})
+        self._refresh(hm)
+        self.assertEqual(2048, hm.host_state_map[('h1', 'h1')].free_ram_mb)
+
+
+def _schedulable(hm):
+    return sorted(hm.table.states[row].host for row in hm.candidate_rows())
