@@ -11,6 +11,7 @@ from oslo_messaging.rpc import server as rpc_server
 from oslo_serialization import jsonutils
 
 from minisched import context as ms_context
+from minisched import exception
 from minisched.objects import base as obj_base
 
 LOG = logging.getLogger(__name__)
@@ -387,10 +388,52 @@ class _MonitoredCall:
 CALL_MONITOR = CallMonitor()
 
 
+#: Deepest nesting of lists and dicts accepted in a message's arguments. minisched's own
+#: messages stay under 20 levels; decoding goes one Python stack frame per level or more.
+MAX_ARGUMENT_DEPTH = 100
+
+
+def _nesting_deeper_than(value, limit):
+    """Whether ``value`` nests lists/tuples/dicts more than ``limit`` levels (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list, tuple)))
+    return False
+
+
 class MonitoredDispatcher(dispatcher.RPCDispatcher):
-    """RPCDispatcher whose call-monitor heartbeats are sent by :data:`CALL_MONITOR`."""
+    """RPCDispatcher whose call-monitor heartbeats are sent by :data:`CALL_MONITOR`, and
+    which refuses arguments nested beyond :data:`MAX_ARGUMENT_DEPTH` before decoding them.
+
+    Decoding recurses once per level or more: a message nested close to the interpreter's
+    recursion limit would fail wherever the limit happened to fall (one stack frame more or
+    less moved it), not always where the failure is caught and reported. It is refused
+    here, with its request id in the log and, for a call, InvalidObjectRequest to the caller.
+    """
 
     def dispatch(self, incoming):
+        args = incoming.message.get('args') if isinstance(incoming.message, dict) else None
+        if _nesting_deeper_than(args, MAX_ARGUMENT_DEPTH):
+            request_id = (incoming.ctxt.get('request_id')
+                          if isinstance(incoming.ctxt, dict) else None)
+            LOG.info('Rejected a malformed message (request %s, method %r): arguments nested '
+                     'deeper than %d levels', request_id, incoming.message.get('method'),
+                     MAX_ARGUMENT_DEPTH)
+            try:
+                raise exception.InvalidObjectRequest(
+                    reason='arguments nested deeper than %d levels' % MAX_ARGUMENT_DEPTH)
+            except exception.InvalidObjectRequest:
+                raise messaging.ExpectedException()
         client_timeout = incoming.client_timeout
         if not client_timeout:
             return super().dispatch(incoming)
