@@ -54,6 +54,23 @@ class MinischedObject(ovo_base.VersionedObject):
                 changes.add(key[5:])
         return changes
 
+    @classmethod
+    def _new(cls, context=None, **values):
+        """``cls(context, **values)``: each value coerced (validated) as the field's property
+        setter does and marked changed, without the property indirections (a Selection and
+        its limits are built three times per select_destinations)."""
+        self = cls(context)
+        attrs = self.__dict__
+        fields = cls.fields
+        for name, value in values.items():
+            field = fields.get(name)
+            if field is None:  # not a field: whatever plain setattr does with it
+                setattr(self, name, value)
+                continue
+            attrs['_obj_' + name] = field.coerce(self, name, value)
+            self._changed_fields.add(name)
+        return self
+
     def obj_to_primitive(self, target_version=None, version_manifest=None):
         """The library's primitive; at the object's own version, built without its costs.
 

@@ -25,9 +25,12 @@ class SchedulerLimits(base.MinischedObject):
 
     @classmethod
     def from_dict(cls, limits_dict):
-        limits = cls(**{k: v for k, v in (limits_dict or {}).items() if k in cls.fields})
-        limits.obj_set_defaults()
-        return limits
+        """Every field set: the dict's value, else the field's default (None), in the order
+        the constructor and obj_set_defaults set them (so the change list reads the same)."""
+        values = {k: v for k, v in (limits_dict or {}).items() if k in cls.fields}
+        for name, field in cls.fields.items():
+            values.setdefault(name, field.default)
+        return cls._new(**values)
 
     def to_dict(self):
         return {name: getattr(self, name) for name in self.fields

@@ -34,11 +34,11 @@ class Selection(base.MinischedObject):
                         allocation_request_version=None):
         """Build a Selection from a HostState (float limits are truncated to int)."""
         limits = request_spec.SchedulerLimits.from_dict(host_state.limits)
-        return cls(compute_node_uuid=host_state.uuid, service_host=host_state.host,
-                   nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
-                   limits=limits, allocation_request=jsonutils.dumps(allocation_request),
-                   allocation_request_version=allocation_request_version,
-                   availability_zone=None)
+        return cls._new(compute_node_uuid=host_state.uuid, service_host=host_state.host,
+                        nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
+                        limits=limits, allocation_request=jsonutils.dumps(allocation_request),
+                        allocation_request_version=allocation_request_version,
+                        availability_zone=None)
 
     def to_dict(self):
         limits = self.limits.to_dict() if self.limits is not None else {}

@@ -121,3 +121,31 @@ def test_uuid_coercion_is_the_librarys(value):
             fields.UUIDField().coerce(None, 'u', None)
         with pytest.raises(ValueError):
             ovo_fields.UUIDField().coerce(None, 'u', None)
+
+
+@pytest.mark.parametrize('cls,values,bad', [
+    (selection_obj.Selection, dict(
+        compute_node_uuid='3c2d3bd2-7b43-4d6f-9b38-5b4f0f3a0a11', service_host='h',
+        nodename='n', cell_uuid='0c1d3bd2-7b43-4d6f-9b38-5b4f0f3a0a22', limits=None,
+        allocation_request='null', allocation_request_version=None, availability_zone=None),
+     {'limits': 'not an object'}),
+    (request_spec.SchedulerLimits, dict(numa_topology=None, vcpu=8, disk_gb=None,
+                                        memory_mb=1024.7), {'vcpu': 'many'}),
+    (flavor_obj.Flavor, dict(name='f', memory_mb='512', vcpus=1), {'vcpus': None})])
+def test_new_builds_what_the_constructor_builds(cls, values, bad):
+    ours, library = cls._new(**values), cls(**values)
+    assert ours.obj_to_primitive() == library.obj_to_primitive()
+    assert ours._changed_fields == library._changed_fields
+    bad = dict(values, **bad)
+    with pytest.raises((ValueError, TypeError)):
+        cls(**bad)
+    with pytest.raises((ValueError, TypeError)):
+        cls._new(**bad)
+
+
+def test_limits_from_dict_sets_every_field_as_before():
+    limits = request_spec.SchedulerLimits.from_dict({'memory_mb': 1024.5, 'bogus': 1})
+    expected = request_spec.SchedulerLimits(memory_mb=1024.5)
+    expected.obj_set_defaults()
+    assert limits.obj_to_primitive() == expected.obj_to_primitive()
+    assert request_spec.SchedulerLimits.from_dict(None).to_dict() == {}
