@@ -50,10 +50,13 @@ class _ServiceRows:
 
     def current(self, table, rows):
         """Whether no service record was replaced since ``rows`` (or more) were checked."""
-        return (self.seen_changes == table.service_changes and self.seen_rows is not None
-                and (self.seen_rows is rows or
-                     (len(rows) <= len(self.seen_rows) and
-                      np.isin(rows, self.seen_rows, assume_unique=True).all())))
+        seen = self.seen_rows
+        return (self.seen_changes == table.service_changes and seen is not None
+                and (seen is rows or
+                     # The usual case, the same candidates as last time, without isin's sort.
+                     (len(rows) == len(seen) and np.array_equal(rows, seen)) or
+                     (len(rows) <= len(seen) and
+                      np.isin(rows, seen, assume_unique=True).all())))
 
     def refresh(self, rows, services):
         grow = int(rows.max()) + 1 - len(self.ids)
