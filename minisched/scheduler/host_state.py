@@ -26,6 +26,8 @@ FLOAT_COLUMNS = ('ram_allocation_ratio', 'cpu_allocation_ratio', 'disk_allocatio
 #: Per-row flags kept by the HostManager (not host attributes): ``mapped`` = schedulable.
 BOOL_COLUMNS = ('mapped',)
 _NULLABLE_INTS = frozenset(['hypervisor_version'])
+#: Attributes whose truthiness the table tracks per row (:attr:`HostStateTable.flagged`).
+TRACKED_ATTRIBUTES = ('aggregates', 'pci_stats')
 _NONE_INT = -1
 
 Metric = collections.namedtuple('Metric', 'name value timestamp source')
@@ -52,6 +54,9 @@ class HostStateTable:
         self.consumed = set()
         #: Bumped whenever a row's service record is replaced (HostState.service).
         self.service_changes = 0
+        #: Rows whose attribute of that name is truthy (see :func:`_tracked_attribute`):
+        #: weighers learn "no host has aggregates" without visiting every host state.
+        self.flagged = {name: set() for name in TRACKED_ATTRIBUTES}
         self._free_rows = []
 
     def _grow(self):
@@ -91,6 +96,8 @@ class HostStateTable:
 
     def release(self, row):
         self.consumed.discard(row)
+        for rows in self.flagged.values():
+            rows.discard(row)
         self.states[row] = None
         self.active[row] = False
         self._free_rows.append(row)
@@ -126,6 +133,28 @@ def _float_column(name):
     return property(getter, setter, doc='%s (float column)' % name)
 
 
+def _tracked_attribute(name):
+    """A plain attribute whose truthiness is also recorded in the table's ``flagged[name]``.
+
+    Assignments keep the record; a value changed in place would not (the host manager always
+    assigns new lists and records).
+    """
+    slot = '_' + name
+
+    def getter(self):
+        return self.__dict__[slot]
+
+    def setter(self, value):
+        self.__dict__[slot] = value
+        rows = self._table.flagged[name]
+        if value:
+            rows.add(self._row)
+        else:
+            rows.discard(self._row)
+
+    return property(getter, setter, doc='%s (truthiness tracked per row)' % name)
+
+
 class HostState:
     """Mutable, unpersisted state of one compute node as the scheduler sees it."""
 
@@ -159,6 +188,7 @@ class HostState:
 
     locals().update({name: _int_column(name) for name in INT_COLUMNS})
     locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
+    locals().update({name: _tracked_attribute(name) for name in TRACKED_ATTRIBUTES})
 
     @property
     def row(self):

@@ -42,8 +42,12 @@ def states_with(view, attr):
     """``[(position, host_state)]`` of the hosts of ``view`` whose ``attr`` is truthy.
 
     Cached per view, so the weighers of one request scan the states once per attribute; the
-    common "none has it" answer costs one C-level pass.
+    common "none has it" answer costs nothing for the attributes the table tracks
+    (``HostStateTable.flagged``) and one C-level pass for the others.
     """
+    flagged = view.table.flagged.get(attr)
+    if flagged is not None and not flagged:
+        return []  # no host of the table has it
     cache = _VIEWS.get(view)
     if cache is None or cache['rows'] is not view.rows:
         rows = view.rows.tolist()

@@ -121,3 +121,34 @@ class TestHostStateTable(base.TestCase):
         self.assertIsNone(state.ram_allocation_ratio)
         state.hypervisor_version = 2000
         self.assertEqual(2000, state.hypervisor_version)
+
+
+class TestTrackedAttributes(base.TestCase):
+    """HostStateTable.flagged follows assignments of aggregates and pci_stats."""
+
+    def test_flags_follow_assignments_and_release(self):
+        table = host_state.HostStateTable(capacity=4)
+        a = fakes.fake_host_state('a', table=table)
+        b = fakes.fake_host_state('b', table=table)
+        self.assertEqual(set(), table.flagged['aggregates'])
+        a.aggregates = [fakes.fake_aggregate(hosts=['a'])]
+        b.pci_stats = 'pools'
+        self.assertEqual({a.row}, table.flagged['aggregates'])
+        self.assertEqual({b.row}, table.flagged['pci_stats'])
+        a.update(aggregates=[])
+        self.assertEqual(set(), table.flagged['aggregates'])
+        self.assertEqual([], a.aggregates)
+        b.release()
+        self.assertEqual(set(), table.flagged['pci_stats'])
+
+    def test_states_with_answers_as_a_scan_of_the_states(self):
+        from minisched.scheduler import filters
+        from minisched.scheduler.weights import utils
+        table = host_state.HostStateTable(capacity=8)
+        states = [fakes.fake_host_state('h%d' % i, table=table) for i in range(5)]
+        view = filters.RowView(table, table.rows())
+        self.assertEqual([], utils.states_with(view, 'aggregates'))
+        utils.forget(view)
+        states[3].aggregates = [fakes.fake_aggregate(hosts=['h3'])]
+        view = filters.RowView(table, table.rows())
+        self.assertEqual([(3, states[3])], utils.states_with(view, 'aggregates'))
