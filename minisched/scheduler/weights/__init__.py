@@ -40,12 +40,18 @@ def normalize(weight_list, minval=None, maxval=None):
 
 def normalize_array(values, minval=None, maxval=None):
     """Vectorised :func:`normalize` over a float64 array without NaN; same IEEE results."""
+    normalized = _normalize_array(values, minval, maxval)
+    return np.zeros(len(values), dtype=np.float64) if normalized is None else normalized
+
+
+def _normalize_array(values, minval, maxval):
+    """:func:`normalize_array`, but None when every value normalises to 0."""
     if not len(values):
         return values
     maxval = float(values.max() if maxval is None else maxval)
     minval = float(values.min() if minval is None else minval)
     if minval == maxval:
-        return np.zeros(len(values), dtype=np.float64)
+        return None
     return (values - minval) / (maxval - minval)
 
 
@@ -169,19 +175,25 @@ class HostWeightHandler:
     def _weigh_rows(self, weighers, view, weighing_properties, total):
         count = len(view)
         states = None
-        for weigher in weighers:
-            raw = weigher.weigh_rows(view, weighing_properties)
-            if raw is None:
-                states = view.states() if states is None else states
-                normalized = _normalized_per_host(weigher, states, weighing_properties)
-            else:
-                normalized = _normalized_rows(weigher, np.asarray(raw, dtype=np.float64))
-            multipliers = weigher.multipliers_rows(view)
-            if multipliers is None:
-                states = view.states() if states is None else states
-                multipliers = np.fromiter((weigher.weight_multiplier(s) for s in states),
-                                          dtype=np.float64, count=count)
-            with np.errstate(all='ignore'):  # inf * 0 and the like: silent, as in Python
+        with np.errstate(all='ignore'):  # inf * 0 and the like: silent, as in Python
+            for weigher in weighers:
+                raw = weigher.weigh_rows(view, weighing_properties)
+                if raw is None:
+                    states = view.states() if states is None else states
+                    normalized = _normalized_per_host(weigher, states, weighing_properties)
+                else:
+                    normalized = _normalized_rows(weigher, raw)
+                multipliers = weigher.multipliers_rows(view)
+                if multipliers is None:
+                    states = view.states() if states is None else states
+                    multipliers = np.fromiter((weigher.weight_multiplier(s) for s in states),
+                                              dtype=np.float64, count=count)
+                if normalized is None:
+                    # Every value normalised to 0: a finite multiplier adds +/-0.0 to a total
+                    # that is never -0.0, which changes nothing; inf or NaN must still spread.
+                    if np.isfinite(multipliers).all():
+                        continue
+                    normalized = np.zeros(count, dtype=np.float64)
                 total += multipliers * normalized
         return total
 
@@ -198,20 +210,26 @@ def _normalized_list(weigher, weights):
 
 
 def _normalized_rows(weigher, raw):
+    """``normalize`` of a weigher's raw values; None when every value normalises to 0."""
     minval, maxval = weigher.minval, weigher.maxval
-    if np.isnan(raw).any():
-        # Python's max/min and numpy's disagree on NaN: take Nova's per-value path.
-        weights = raw.tolist()
-        if minval is not None:
-            weights = [max(w, minval) for w in weights]
-        if maxval is not None:
-            weights = [min(w, maxval) for w in weights]
-        return _normalized_list(weigher, weights)
+    raw = np.asarray(raw)
+    if raw.dtype.kind not in 'iub':  # integer columns cannot hold NaN
+        raw = raw.astype(np.float64, copy=False)
+        if np.isnan(raw).any():
+            # Python's max/min and numpy's disagree on NaN: take Nova's per-value path.
+            weights = raw.tolist()
+            if minval is not None:
+                weights = [max(w, minval) for w in weights]
+            if maxval is not None:
+                weights = [min(w, maxval) for w in weights]
+            return _normalized_list(weigher, weights)
+    else:
+        raw = raw.astype(np.float64)
     if minval is not None:
         raw = np.maximum(raw, minval)
     if maxval is not None:
         raw = np.minimum(raw, maxval)
-    return normalize_array(raw, minval, maxval)
+    return _normalize_array(raw, minval, maxval)
 
 
 def _descending_order(total):
