@@ -5,8 +5,10 @@ start from the same snapshot (the host-state table columns and each state's ``up
 ``consumed_at``) with ``random`` seeded alike: the per-host ReferencePipeline first, then the
 vectorised RowPipeline, which is the one timed; its decisions (hosts, nodes, cells, limits,
 alternates, or NoValidHost) must equal the reference's. The row run's consumption is kept, so
-the synthetic cluster fills up as requests go by.
+the synthetic cluster fills up as requests go by. As in a scheduler worker, the host states
+are frozen out of the garbage collector's reach once built (``gc.freeze``; undone after).
 """
+import gc
 import random
 import time
 from unittest import mock
@@ -109,9 +111,18 @@ def _decisions(scheduler, context, index, seed):
 
 def run_size(conf, hosts, requests, seed=0):
     """Time ``requests`` requests at ``hosts`` hosts; returns a dict of results."""
+    scheduler = build_scheduler(conf, hosts, seed)
+    gc.collect()
+    gc.freeze()  # what the worker does after building its host states
+    try:
+        return _run_requests(scheduler, hosts, requests, seed)
+    finally:
+        gc.unfreeze()
+
+
+def _run_requests(scheduler, hosts, requests, seed):
     from minisched import context as ms_context
     from minisched.scheduler import filter_scheduler
-    scheduler = build_scheduler(conf, hosts, seed)
     hm = scheduler.host_manager
     row_pipeline = scheduler.pipeline
     reference = filter_scheduler.ReferencePipeline(hm)
