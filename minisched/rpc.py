@@ -319,12 +319,16 @@ class CallMonitor:
         call = _MonitoredCall(incoming, interval)
         with self._lock:
             self._calls[call] = call
-            if self._thread_pid != os.getpid():
+            start = self._thread_pid != os.getpid()
+            if start:
                 self._thread_pid = os.getpid()
                 self._next_wake = 0.0
-                threading.Thread(target=self._run, daemon=True, name='call-monitor').start()
             wake = call.due < self._next_wake
-        if wake:
+        if start:
+            # Started outside the lock: under eventlet, Thread.start() yields, and another
+            # call's watch() must not find the lock held across that switch.
+            threading.Thread(target=self._run, daemon=True, name='call-monitor').start()
+        elif wake:
             self._wakeup.set()
         return call
 
