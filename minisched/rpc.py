@@ -1,6 +1,7 @@
 """The RPC layer: one transport per process, clients and servers carrying context and objects."""
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -133,6 +134,8 @@ class Client:
     the broker's port does not even accept a TCP connection, the caller gets MessagingTimeout
     while the call is abandoned; otherwise it waits out the rest of ``timeout``. A call
     abandoned this way is still published when the broker is back; its answer goes nowhere.
+    The threads are reused (:class:`_CallThreads`): starting one per call costs about half a
+    millisecond, an eighth of a whole call to a local broker.
     """
 
     def __init__(self, client, url):
@@ -180,7 +183,7 @@ class _CallContext:
             finally:
                 done.set()
 
-        threading.Thread(target=run, daemon=True, name='rpc-call-%s' % method).start()
+        CALL_THREADS.submit(run)
         timeout = self._context.timeout or self._context.conf.rpc_response_timeout
         first = min(self._context.call_monitor_timeout or timeout, timeout)
         if not done.wait(first + CALL_GRACE):
@@ -195,6 +198,59 @@ class _CallContext:
         if not ok:
             raise value
         return value
+
+
+class _CallThreads:
+    """Daemon threads that run :class:`Client` calls, kept for the next call once done.
+
+    A call goes to an idle thread when there is one, else to a new thread: as many threads
+    as calls in flight, however many of them are stuck reconnecting to a broker that went
+    away. A thread idle for :attr:`IDLE_SECONDS` ends. The threads do not survive a fork
+    (oslo.service's workers): a process other than the pool's own starts afresh.
+    """
+
+    IDLE_SECONDS = 60.0
+
+    def __init__(self, name='rpc-call'):
+        self.name = name  # of its threads
+        self._lock = threading.Lock()
+        self._pid = None
+        self._jobs = None
+        self._idle = 0  # threads waiting for a job, less the jobs already promised to them
+
+    def submit(self, job):
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self._jobs, self._idle = os.getpid(), queue.Queue(), 0
+            jobs = self._jobs
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, args=(jobs,), daemon=True,
+                             name=self.name).start()
+
+    def _serve(self, jobs):
+        while True:
+            try:
+                job = jobs.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if jobs is not self._jobs:
+                        return
+                    if self._idle > 0:  # no job is promised to this thread: it may end
+                        self._idle -= 1
+                        return
+                continue  # a job was promised to the idle threads: it is on its way
+            job()
+            with self._lock:
+                if jobs is not self._jobs:
+                    return
+                self._idle += 1
+
+
+CALL_THREADS = _CallThreads()
 
 
 def _unreachable_broker(conf, url):

@@ -5,6 +5,7 @@ oslo.messaging's own call would hang, reconnecting under its connection lock, un
 appears), and the in-memory fake driver (a reachable "broker" with nobody answering).
 """
 import socket
+import threading
 import time
 
 import oslo_messaging as messaging
@@ -84,3 +85,79 @@ class TestDeadline(base.TestCase):
         self.assertEqual({'a': [1, 2]}, client.call(ctxt, 'echo', value={'a': [1, 2]}))
         with self.assertRaisesRegex(ValueError, 'bad value'):  # rebuilt from the remote one
             client.call(ctxt, 'fail')
+
+
+def _pool_threads(name):
+    return [t for t in threading.enumerate() if t.name == name and t.is_alive()]
+
+
+class TestCallThreads(base.TestCase):
+    """The threads that run Client calls: reused while free, added while busy."""
+
+    def setUp(self):
+        super().setUp()
+        self.pool = rpc._CallThreads(name='rpc-call-%s' % self.id())
+        self.pool.IDLE_SECONDS = 0.3
+
+    def _threads(self):
+        return len(_pool_threads(self.pool.name))
+
+    def _run(self, job):
+        done = threading.Event()
+
+        def wrapped():
+            try:
+                job()
+            finally:
+                done.set()
+        self.pool.submit(wrapped)
+        return done
+
+    def test_sequential_calls_reuse_one_thread(self):
+        ran = []
+        for index in range(20):
+            self.assertTrue(self._run(lambda i=index: ran.append(i)).wait(5))
+        self.assertEqual(list(range(20)), ran)
+        self.assertEqual(1, self._threads())
+
+    def test_a_stuck_call_does_not_hold_up_the_next(self):
+        release = threading.Event()
+        stuck = self._run(release.wait)
+        self.addCleanup(release.set)
+        self.assertTrue(self._run(lambda: None).wait(5))  # ran on a second thread
+        self.assertFalse(stuck.is_set())
+        self.assertEqual(2, self._threads())
+        release.set()
+        self.assertTrue(stuck.wait(5))
+
+    def test_idle_threads_end(self):
+        self.assertTrue(self._run(lambda: None).wait(5))
+        deadline = time.monotonic() + 5
+        while self._threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(0, self._threads())
+        self.assertTrue(self._run(lambda: None).wait(5))  # and a new one starts after
+
+    def test_client_calls_go_through_the_shared_pool(self):
+        rpc.init(self.conf, url='fake://')
+        self.addCleanup(rpc.cleanup)
+
+        class Endpoint:
+            target = messaging.Target(version='1.0')
+
+            def echo(self, ctxt, value):
+                return value
+
+        server = rpc.get_server(messaging.Target(topic='echo', server='here', version='1.0'),
+                                [Endpoint()])
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+        self.addCleanup(setattr, rpc, 'CALL_THREADS', rpc.CALL_THREADS)
+        rpc.CALL_THREADS = self.pool
+        client = rpc.get_client(messaging.Target(topic='echo', version='1.0')).prepare(
+            timeout=5)
+        for index in range(10):
+            self.assertEqual(index, client.call(context.get_admin_context(), 'echo',
+                                                value=index))
+        self.assertEqual(1, self._threads())
