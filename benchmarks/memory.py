@@ -19,9 +19,10 @@ def _warmup_work(conf_file, calls, ready):
     conf = cluster.client_setup(conf_file)
     scheduler, _echo = e2e._clients(conf)
     ctxt = e2e._context()
+    requests = e2e._specs(calls, seed=3)
     ready()
-    for index in range(calls):
-        e2e._select(scheduler, ctxt, index, seed=3)
+    for request in requests:
+        e2e._select(scheduler, ctxt, request)
     return calls
 
 
