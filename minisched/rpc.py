@@ -494,16 +494,35 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
                     reason='arguments nested deeper than %d levels' % MAX_ARGUMENT_DEPTH)
             except exception.InvalidObjectRequest:
                 raise messaging.ExpectedException()
-        client_timeout = incoming.client_timeout
-        if not client_timeout:
-            return super().dispatch(incoming)
-        token = CALL_MONITOR.watch(incoming)
-        incoming.client_timeout = None  # no per-call watchdog thread in the base class
+        token = CALL_MONITOR.watch(incoming) if incoming.client_timeout else None
         try:
-            return super().dispatch(incoming)
+            return self._dispatch(incoming)
         finally:
-            incoming.client_timeout = client_timeout
             CALL_MONITOR.unwatch(token)
+
+    def _dispatch(self, incoming):
+        """The base class's endpoint choice, without the watchdog thread and event it makes
+        for every message, started or not (a tenth of a millisecond under eventlet): the
+        first endpoint whose target takes the message's namespace and version and which has
+        the method (allowed by the access policy) runs it; NoSuchMethod when an endpoint took
+        the version but none had the method, else UnsupportedVersion."""
+        message = incoming.message
+        method = message.get('method')
+        namespace = message.get('namespace')
+        version = message.get('version', '1.0')
+        found_compatible = False
+        for endpoint in self.endpoints:
+            target = getattr(endpoint, 'target', None) or self._default_target
+            if not (self._is_namespace(target, namespace) and
+                    self._is_compatible(target, version)):
+                continue
+            if hasattr(endpoint, method) and self.access_policy.is_allowed(endpoint, method):
+                return self._do_dispatch(endpoint, method, incoming.ctxt,
+                                         message.get('args', {}))
+            found_compatible = True
+        if found_compatible:
+            raise dispatcher.NoSuchMethod(method)
+        raise dispatcher.UnsupportedVersion(version, method=method)
 
 
 def get_notifier(service, host=None, publisher_id=None):

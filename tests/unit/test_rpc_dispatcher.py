@@ -69,3 +69,56 @@ def test_arguments_within_the_limit_are_dispatched():
     value = _nested(90)
     assert dispatcher.dispatch(_Incoming({'value': value})) == 'ok'
     assert endpoint.received == [value]
+
+
+class _Hidden:
+    target = messaging.Target(version='1.3')
+
+    def _private(self, ctxt):
+        return 'private'
+
+
+def _dispatcher(*endpoints):
+    return rpc.MonitoredDispatcher(list(endpoints), None, messaging.DefaultRPCAccessPolicy)
+
+
+def test_endpoint_choice_follows_namespace_and_version():
+    class Other:
+        target = messaging.Target(namespace='other', version='2.0')
+
+        def take(self, ctxt, value):
+            return 'other'
+
+    dispatcher = _dispatcher(Other(), _Endpoint())
+    incoming = _Incoming({'value': 1})
+    assert dispatcher.dispatch(incoming) == 'ok'  # Other: namespace 'other', not None
+    incoming.message.update(namespace='other', version='2.0')
+    assert dispatcher.dispatch(incoming) == 'other'
+
+
+def test_unknown_method_and_version_are_refused_as_oslo_messaging_does():
+    dispatcher = _dispatcher(_Endpoint(), _Hidden())
+    incoming = _Incoming({})
+    incoming.message.update(method='nothing')
+    with pytest.raises(messaging.NoSuchMethod):
+        dispatcher.dispatch(incoming)
+    incoming.message.update(method='_private', version='1.2')  # private: not allowed
+    with pytest.raises(messaging.NoSuchMethod):
+        dispatcher.dispatch(incoming)
+    incoming.message.update(method='take', version='3.0')
+    with pytest.raises(messaging.UnsupportedVersion):
+        dispatcher.dispatch(incoming)
+
+
+def test_no_watchdog_thread_for_a_monitored_call(monkeypatch):
+    started = []
+    real_start = rpc.threading.Thread.start
+
+    def counting_start(thread):
+        started.append(thread.name)
+        return real_start(thread)
+    monkeypatch.setattr(rpc.threading.Thread, 'start', counting_start)
+    dispatcher = _dispatcher(_Endpoint())
+    for _ in range(3):
+        assert dispatcher.dispatch(_Incoming({'value': 1}, client_timeout=60)) == 'ok'
+    assert [name for name in started if name != 'call-monitor'] == []
