@@ -50,6 +50,8 @@ class _Metrics:
             ['filter'], registry=registry)
         self.no_valid_host = prom.Counter(
             PREFIX + 'no_valid_host', 'Requests that ended in NoValidHost.', registry=registry)
+        #: filter name -> its (hosts in, hosts out) counters: labels() costs more than inc().
+        self.filter_counters = {}
         self.refresh_seconds = prom.Histogram(
             PREFIX + 'host_state_refresh_duration_seconds',
             'Seconds to bring host states up to date with the cell databases.',
@@ -87,9 +89,14 @@ def record_request(stats):
 
 
 def _record_filters(metrics, filter_counts):
+    counters = metrics.filter_counters
     for name, hosts_in, hosts_out in filter_counts or ():
-        metrics.filter_hosts_in.labels(name).inc(hosts_in)
-        metrics.filter_hosts_out.labels(name).inc(hosts_out)
+        pair = counters.get(name)
+        if pair is None:
+            pair = counters[name] = (metrics.filter_hosts_in.labels(name),
+                                     metrics.filter_hosts_out.labels(name))
+        pair[0].inc(hosts_in)
+        pair[1].inc(hosts_out)
 
 
 def record_no_valid_host(filter_counts=None):
