@@ -21,6 +21,28 @@ def _closed_port():
         return probe.getsockname()[1]  # closed again when the with-block ends
 
 
+class _Echo:
+    target = messaging.Target(version='1.0')
+
+    def echo(self, ctxt, value):
+        return value
+
+    def fail(self, ctxt):
+        raise ValueError('bad value')
+
+
+def _echo_client(test):
+    """A client of an _Echo server on the in-memory fake transport (both undone after)."""
+    rpc.init(test.conf, url='fake://')
+    test.addCleanup(rpc.cleanup)
+    server = rpc.get_server(messaging.Target(topic='echo', server='here', version='1.0'),
+                            [_Echo()])
+    server.start()
+    test.addCleanup(server.wait)
+    test.addCleanup(server.stop)
+    return rpc.get_client(messaging.Target(topic='echo', version='1.0')).prepare(timeout=5)
+
+
 class TestDeadline(base.TestCase):
 
     def _client(self, url, **prepare):
@@ -62,25 +84,7 @@ class TestDeadline(base.TestCase):
         self.assertNotIn('unreachable', message)
 
     def test_answers_and_errors_pass_through(self):
-        rpc.init(self.conf, url='fake://')
-        self.addCleanup(rpc.cleanup)
-
-        class Endpoint:
-            target = messaging.Target(version='1.0')
-
-            def echo(self, ctxt, value):
-                return value
-
-            def fail(self, ctxt):
-                raise ValueError('bad value')
-
-        target = messaging.Target(topic='echo', server='here', version='1.0')
-        server = rpc.get_server(target, [Endpoint()])
-        server.start()
-        self.addCleanup(server.wait)
-        self.addCleanup(server.stop)
-        client = rpc.get_client(messaging.Target(topic='echo', version='1.0')).prepare(
-            timeout=5)
+        client = _echo_client(self)
         ctxt = context.get_admin_context()
         self.assertEqual({'a': [1, 2]}, client.call(ctxt, 'echo', value={'a': [1, 2]}))
         with self.assertRaisesRegex(ValueError, 'bad value'):  # rebuilt from the remote one
@@ -139,24 +143,9 @@ class TestCallThreads(base.TestCase):
         self.assertTrue(self._run(lambda: None).wait(5))  # and a new one starts after
 
     def test_client_calls_go_through_the_shared_pool(self):
-        rpc.init(self.conf, url='fake://')
-        self.addCleanup(rpc.cleanup)
-
-        class Endpoint:
-            target = messaging.Target(version='1.0')
-
-            def echo(self, ctxt, value):
-                return value
-
-        server = rpc.get_server(messaging.Target(topic='echo', server='here', version='1.0'),
-                                [Endpoint()])
-        server.start()
-        self.addCleanup(server.wait)
-        self.addCleanup(server.stop)
+        client = _echo_client(self)
         self.addCleanup(setattr, rpc, 'CALL_THREADS', rpc.CALL_THREADS)
         rpc.CALL_THREADS = self.pool
-        client = rpc.get_client(messaging.Target(topic='echo', version='1.0')).prepare(
-            timeout=5)
         for index in range(10):
             self.assertEqual(index, client.call(context.get_admin_context(), 'echo',
                                                 value=index))
