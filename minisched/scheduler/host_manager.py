@@ -15,6 +15,7 @@ import contextlib
 import datetime
 import functools
 import gc
+import heapq
 import json
 import logging
 import sys
@@ -416,21 +417,31 @@ class HostManager:
         state.release()
 
     def _expire_consumption(self):
-        """Drop in-memory consumption that no compute report followed within the TTL."""
-        if not self.table.consumed:
+        """Drop in-memory consumption that no compute report followed within the TTL.
+
+        Only the consumptions that came due are visited (popped from the table's heap): a
+        refresh costs the same whether ten or ten thousand hosts were consumed lately.
+        """
+        table = self.table
+        due = table.consumption_due
+        if not due:
             return
         cutoff = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
             seconds=CONSUMPTION_TTL_SECONDS)
-        for row in list(self.table.consumed):
-            state = self.table.states[row]
+        while due and due[0][0] < cutoff:
+            consumed_at, row = heapq.heappop(due)
+            if row not in table.consumed:
+                continue  # expired already, or released
+            state = table.states[row]
             if state is None or state.consumed_at is None:
-                self.table.consumed.discard(row)
-            elif state.consumed_at < cutoff:
-                self.table.consumed.discard(row)
+                table.consumed.discard(row)
+            elif state.consumed_at == consumed_at:  # its latest consumption: nothing since
+                table.consumed.discard(row)
                 state.consumed_at = None
                 state.updated = None
                 if state.last_record is not None:
                     state.update(compute=NodeRecord(state.last_record, self.conf))
+            # else: consumed again later; that consumption's own entry comes due then
 
     # -- candidates --------------------------------------------------------------------
 

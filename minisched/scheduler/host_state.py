@@ -8,6 +8,7 @@ once (one NumPy operation over 50,000 hosts instead of 50,000 Python calls).
 """
 import collections
 import collections.abc
+import heapq
 import json
 import logging
 import threading
@@ -52,6 +53,9 @@ class HostStateTable:
         self.active = np.zeros(self.capacity, dtype=bool)
         #: Rows consumed in memory since their last compute report (the TTL check reads it).
         self.consumed = set()
+        #: Heap of ``(consumed_at, row)``, one entry per consumption: the TTL check pops what
+        #: is due instead of visiting every consumed row on each refresh.
+        self.consumption_due = []
         #: Bumped whenever a row's service record is replaced (HostState.service).
         self.service_changes = 0
         #: Rows whose attribute of that name is truthy (see :func:`_tracked_attribute`):
@@ -278,6 +282,7 @@ class HostState:
             else:
                 self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
                 self._table.consumed.add(self._row)
+                heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
 
     def _consume(self, spec_obj, sign=1):
         disk_mb = (spec_obj.root_gb + spec_obj.ephemeral_gb) * 1024

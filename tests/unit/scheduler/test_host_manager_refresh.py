@@ -14,9 +14,11 @@ from minisched.db import migration
 from minisched.db.main import api as db
 from minisched.scheduler import host_manager
 from tests.unit import base
+from tests.unit import fakes
 
 
-class TestRefreshSkipsOnlyUnchangedDatabases(base.TestCase):
+class _RefreshTestCase(base.TestCase):
+    """A HostManager over fresh SQLite cell and API databases; statements are counted."""
 
     def setUp(self):
         super().setUp()
@@ -63,6 +65,9 @@ class TestRefreshSkipsOnlyUnchangedDatabases(base.TestCase):
         del self.statements[:]
         hm.refresh(self.ctxt, **kwargs)
         return list(self.statements)
+
+
+class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
 
     def test_unchanged_database_is_not_queried_and_a_commit_is_seen_next(self):
         node = self._add_host('h1', free_ram_mb=4096)
@@ -140,3 +145,57 @@ class TestRefreshSkipsOnlyUnchangedDatabases(base.TestCase):
 
 def _schedulable(hm):
     return sorted(hm.table.states[row].host for row in hm.candidate_rows())
+
+
+class TestConsumptionExpiry(_RefreshTestCase):
+    """In-memory consumption no compute report followed is dropped after the TTL, from a
+    refresh; a host consumed again keeps its consumption until the TTL of the latest."""
+
+    TTL = datetime.timedelta(seconds=host_manager.CONSUMPTION_TTL_SECONDS)
+
+    def setUp(self):
+        super().setUp()
+        self.start = timeutils.utcnow(with_timezone=True)
+        timeutils.set_time_override(self.start)
+        self.addCleanup(timeutils.clear_time_override)
+
+    def _at(self, delta):
+        timeutils.set_time_override(self.start + delta)
+
+    def _consume(self, state, memory_mb=1024):
+        state.consume_from_request(fakes.fake_spec(memory_mb=memory_mb, vcpus=1, root_gb=1))
+
+    def test_consumption_is_dropped_only_once_its_ttl_passed(self):
+        for host in ('h1', 'h2'):
+            self._add_host(host, free_ram_mb=4096)
+        hm = self._manager()
+        h1, h2 = hm.host_state_map[('h1', 'h1')], hm.host_state_map[('h2', 'h2')]
+        self._consume(h1)
+        self._at(datetime.timedelta(seconds=10))
+        self._consume(h2)
+        self._at(self.TTL - datetime.timedelta(seconds=1))
+        hm.refresh(self.ctxt)
+        self.assertEqual((3072, 3072), (h1.free_ram_mb, h2.free_ram_mb))
+        self._at(self.TTL + datetime.timedelta(seconds=1))
+        hm.refresh(self.ctxt)  # h1's consumption is due, h2's 9 s later
+        self.assertEqual((4096, 3072), (h1.free_ram_mb, h2.free_ram_mb))
+        self.assertIsNone(h1.consumed_at)
+        self._at(self.TTL + datetime.timedelta(seconds=11))
+        hm.refresh(self.ctxt)
+        self.assertEqual((4096, 4096), (h1.free_ram_mb, h2.free_ram_mb))
+        self.assertEqual(set(), hm.table.consumed)
+        self.assertEqual([], hm.table.consumption_due)
+
+    def test_a_host_consumed_again_keeps_both_until_the_later_ttl(self):
+        self._add_host('h1', free_ram_mb=4096)
+        hm = self._manager()
+        h1 = hm.host_state_map[('h1', 'h1')]
+        self._consume(h1)
+        self._at(datetime.timedelta(seconds=60))
+        self._consume(h1)
+        self._at(self.TTL + datetime.timedelta(seconds=1))  # the first one's TTL only
+        hm.refresh(self.ctxt)
+        self.assertEqual(2048, h1.free_ram_mb)
+        self._at(self.TTL + datetime.timedelta(seconds=61))
+        hm.refresh(self.ctxt)
+        self.assertEqual(4096, h1.free_ram_mb)
