@@ -13,7 +13,6 @@ from oslo_config import cfg
 
 from minisched import context
 from minisched import rpc
-from tests.functional import base
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
 
