@@ -430,18 +430,15 @@ class HostManager:
             seconds=CONSUMPTION_TTL_SECONDS)
         while due and due[0][0] < cutoff:
             consumed_at, row = heapq.heappop(due)
-            if row not in table.consumed:
-                continue  # expired already, or released
             state = table.states[row]
-            if state is None or state.consumed_at is None:
-                table.consumed.discard(row)
-            elif state.consumed_at == consumed_at:  # its latest consumption: nothing since
-                table.consumed.discard(row)
-                state.consumed_at = None
-                state.updated = None
-                if state.last_record is not None:
-                    state.update(compute=NodeRecord(state.last_record, self.conf))
-            # else: consumed again later; that consumption's own entry comes due then
+            # Stale unless it is the row's latest consumption: a row released (or given to
+            # another host), expired already, or consumed again later (that entry is due then).
+            if state is None or state.consumed_at != consumed_at:
+                continue
+            state.consumed_at = None
+            state.updated = None
+            if state.last_record is not None:
+                state.update(compute=NodeRecord(state.last_record, self.conf))
 
     # -- candidates --------------------------------------------------------------------
 

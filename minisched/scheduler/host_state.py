@@ -51,10 +51,9 @@ class HostStateTable:
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
         self.active = np.zeros(self.capacity, dtype=bool)
-        #: Rows consumed in memory since their last compute report (the TTL check reads it).
-        self.consumed = set()
-        #: Heap of ``(consumed_at, row)``, one entry per consumption: the TTL check pops what
-        #: is due instead of visiting every consumed row on each refresh.
+        #: Heap of ``(consumed_at, row)``, one entry per in-memory consumption: the TTL check
+        #: pops what is due instead of visiting every consumed row on each refresh. An entry
+        #: stands only while it equals its row's ``consumed_at`` (the row's latest).
         self.consumption_due = []
         #: Bumped whenever a row's service record is replaced (HostState.service).
         self.service_changes = 0
@@ -99,7 +98,6 @@ class HostStateTable:
         return row
 
     def release(self, row):
-        self.consumed.discard(row)
         for rows in self.flagged.values():
             rows.discard(row)
         self.states[row] = None
@@ -281,7 +279,6 @@ class HostState:
                 LOG.exception('Failed to consume request on host %s', self.host)
             else:
                 self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
-                self._table.consumed.add(self._row)
                 heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
 
     def _consume(self, spec_obj, sign=1):

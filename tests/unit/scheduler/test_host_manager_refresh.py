@@ -183,7 +183,7 @@ class TestConsumptionExpiry(_RefreshTestCase):
         self._at(self.TTL + datetime.timedelta(seconds=11))
         hm.refresh(self.ctxt)
         self.assertEqual((4096, 4096), (h1.free_ram_mb, h2.free_ram_mb))
-        self.assertEqual(set(), hm.table.consumed)
+        self.assertEqual([None, None], [h1.consumed_at, h2.consumed_at])
         self.assertEqual([], hm.table.consumption_due)
 
     def test_a_host_consumed_again_keeps_both_until_the_later_ttl(self):
