@@ -9,13 +9,21 @@ sorted by weight, descending and stable. One host or none: no weighing at all (w
 :meth:`HostWeightHandler.weigh_rows` is the same algorithm over the columns of a
 :class:`~minisched.scheduler.host_state.HostStateTable`. It performs the same IEEE operations
 in the same order as :meth:`HostWeightHandler.get_weighed_objects`, so weights and order are
-bit-identical; weighers without a vectorised form are run per host inside it.
+bit-identical; weighers without a vectorised form are run per host inside it. Work whose
+result cannot change a weight is skipped, not done: a weigher whose raw values are all the
+same (no server group, no PCI device, no cross-cell move, ...) says so instead of making an
+array of them, and a weigher with finite raw values and a multiplier of 0.0 adds 0.0 to every
+weight, so its values are not computed at all.
 """
 import abc
+import math
+import numbers
 
 import numpy as np
 
 from minisched.scheduler.weights import utils
+
+_UNASKED = object()
 
 
 def normalize(weight_list, minval=None, maxval=None):
@@ -26,16 +34,27 @@ def normalize(weight_list, minval=None, maxval=None):
     """
     if not weight_list:
         return ()
-    if maxval is None:
-        maxval = max(weight_list)
-    if minval is None:
-        minval = min(weight_list)
-    maxval = float(maxval)
-    minval = float(minval)
+    minval, maxval = _bounds(weight_list, minval, maxval)
     if minval == maxval:
         return [0] * len(weight_list)
     range_ = maxval - minval
     return ((i - minval) / range_ for i in weight_list)
+
+
+def _bounds(weight_list, minval, maxval):
+    """:func:`normalize`'s ``(minval, maxval)`` as floats: the declared ones, else the list's."""
+    return (float(min(weight_list) if minval is None else minval),
+            float(max(weight_list) if maxval is None else maxval))
+
+
+def _clamped(weigher, weight):
+    """``weight`` clamped into the weigher's declared bounds by Nova's exact expressions
+    (their NaN and int handling included)."""
+    if weigher.minval is not None:
+        weight = max(weight, weigher.minval)
+    if weigher.maxval is not None:
+        weight = min(weight, weigher.maxval)
+    return weight
 
 
 def normalize_array(values, minval=None, maxval=None):
@@ -80,6 +99,10 @@ class BaseHostWeigher(abc.ABC):
     minval = None
     #: Declared upper bound of the raw values (None: taken from the host list).
     maxval = None
+    #: True when every raw value is a finite number for any host and request (integer
+    #: columns) and computing them raises nothing: a multiplier of 0.0 then adds exactly 0.0
+    #: to each weight, and the handler skips the weigher.
+    finite_values = False
 
     def __init__(self, conf):
         self.conf = conf
@@ -107,23 +130,16 @@ class BaseHostWeigher(abc.ABC):
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
         """Raw values for every :class:`WeighedHost`, clamped into the declared bounds."""
-        weights = []
-        for obj in weighed_obj_list:
-            weight = self._weigh_object(obj.obj, weight_properties)
-            # Nova's exact clamping expressions (their NaN/int handling included).
-            if self.minval is not None:
-                weight = max(weight, self.minval)
-            if self.maxval is not None:
-                weight = min(weight, self.maxval)
-            weights.append(weight)
-        return weights
+        return [_clamped(self, self._weigh_object(obj.obj, weight_properties))
+                for obj in weighed_obj_list]
 
     def weigh_rows(self, view, weight_properties):
         """Vectorised :meth:`_weigh_object` over ``view``'s rows, or None.
 
         :param view: a :class:`~minisched.scheduler.filters.RowView` of the candidates
         :returns: an array of ``len(view)`` raw values (unclamped) equal to the per-host
-            values, or None when only the per-host form applies to this request
+            values; a number when every host's raw value is that number; or None when only
+            the per-host form applies to this request
         """
         return None
 
@@ -177,13 +193,23 @@ class HostWeightHandler:
         states = None
         with np.errstate(all='ignore'):  # inf * 0 and the like: silent, as in Python
             for weigher in weighers:
+                multipliers = _UNASKED
+                if weigher.finite_values:
+                    # Values that cannot raise or log may be skipped, unseen, when the
+                    # multiplier is 0.0 (others are computed first, as Nova does).
+                    multipliers = weigher.multipliers_rows(view)
+                    if isinstance(multipliers, numbers.Real) and multipliers == 0.0:
+                        continue  # 0.0 * a finite value is +/-0.0: see below
                 raw = weigher.weigh_rows(view, weighing_properties)
                 if raw is None:
                     states = view.states() if states is None else states
                     normalized = _normalized_per_host(weigher, states, weighing_properties)
+                elif isinstance(raw, numbers.Real):
+                    normalized = _normalized_constant(weigher, raw, count)
                 else:
                     normalized = _normalized_rows(weigher, raw)
-                multipliers = weigher.multipliers_rows(view)
+                if multipliers is _UNASKED:
+                    multipliers = weigher.multipliers_rows(view)
                 if multipliers is None:
                     states = view.states() if states is None else states
                     multipliers = np.fromiter((weigher.weight_multiplier(s) for s in states),
@@ -191,11 +217,29 @@ class HostWeightHandler:
                 if normalized is None:
                     # Every value normalised to 0: a finite multiplier adds +/-0.0 to a total
                     # that is never -0.0, which changes nothing; inf or NaN must still spread.
-                    if np.isfinite(multipliers).all():
+                    if _all_finite(multipliers):
                         continue
                     normalized = np.zeros(count, dtype=np.float64)
                 total += multipliers * normalized
         return total
+
+
+def _all_finite(multipliers):
+    """Whether a multiplier (one number, or an array of one per host) is finite everywhere."""
+    if isinstance(multipliers, numbers.Real):
+        return math.isfinite(multipliers)
+    return bool(np.isfinite(multipliers).all())
+
+
+def _normalized_constant(weigher, value, count):
+    """``normalize`` of ``count`` raw values all equal to ``value``; None when they all
+    normalise to 0 (always, unless the weigher declares a bound). A list of equal values
+    has that value as its own minimum and maximum, so a one-value list gives the bounds."""
+    value = _clamped(weigher, value)
+    minval, maxval = _bounds((value,), weigher.minval, weigher.maxval)
+    if minval == maxval:  # never true of a NaN: it normalises to NaN, as per host
+        return None
+    return np.full(count, (value - minval) / (maxval - minval), dtype=np.float64)
 
 
 def _normalized_per_host(weigher, states, weighing_properties):
@@ -217,12 +261,7 @@ def _normalized_rows(weigher, raw):
         raw = raw.astype(np.float64, copy=False)
         if np.isnan(raw).any():
             # Python's max/min and numpy's disagree on NaN: take Nova's per-value path.
-            weights = raw.tolist()
-            if minval is not None:
-                weights = [max(w, minval) for w in weights]
-            if maxval is not None:
-                weights = [min(w, maxval) for w in weights]
-            return _normalized_list(weigher, weights)
+            return _normalized_list(weigher, [_clamped(weigher, w) for w in raw.tolist()])
     else:
         raw = raw.astype(np.float64)
     if minval is not None:

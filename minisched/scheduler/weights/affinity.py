@@ -6,7 +6,6 @@ latter), else 0; bounds from the host list. Multipliers
 ``[filter_scheduler] soft_affinity_weight_multiplier`` / ``soft_anti_affinity_weight_multiplier``
 (>= 0), overridable per aggregate with the same metadata keys.
 """
-import numpy as np
 
 from minisched.scheduler import weights
 from minisched.scheduler.weights import utils
@@ -39,7 +38,7 @@ class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
 
     def weigh_rows(self, view, request_spec):
         # Without a group of this policy every host weighs 0; otherwise count per host.
-        return None if self._applies(request_spec) else np.zeros(len(view))
+        return None if self._applies(request_spec) else 0
 
 
 class ServerGroupSoftAffinityWeigher(_SoftAffinityWeigherBase):

@@ -12,6 +12,7 @@ _KEY = 'build_failure_weight_multiplier'
 
 
 class BuildFailureWeigher(weights.BaseHostWeigher):
+    finite_values = True  # an integer column
 
     def _config(self):
         return self.conf.filter_scheduler.build_failure_weight_multiplier

@@ -6,7 +6,6 @@ request is a move that allows changing cells (``requested_destination.cell`` set
 ``[filter_scheduler] cross_cell_move_weight_multiplier`` (1000000.0), overridable per
 aggregate with the ``cross_cell_move_weight_multiplier`` metadata key.
 """
-import numpy as np
 
 from minisched.scheduler import weights
 from minisched.scheduler.weights import utils
@@ -42,4 +41,4 @@ class CrossCellWeigher(weights.BaseHostWeigher):
         return 1 if host_state.cell_uuid == cell_uuid else -1
 
     def weigh_rows(self, view, weight_properties):
-        return np.zeros(len(view)) if _preferred_cell(weight_properties) is None else None
+        return 0 if _preferred_cell(weight_properties) is None else None

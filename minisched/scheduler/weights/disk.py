@@ -12,6 +12,7 @@ _KEY = 'disk_weight_multiplier'
 
 class DiskWeigher(weights.BaseHostWeigher):
     minval = 0
+    finite_values = True  # an integer column
 
     def weight_multiplier(self, host_state):
         return utils.get_weight_multiplier(host_state, _KEY,

@@ -15,6 +15,7 @@ _NONE = -1
 
 
 class HypervisorVersionWeigher(weights.BaseHostWeigher):
+    finite_values = True  # an integer column
 
     def _config(self):
         return self.conf.filter_scheduler.hypervisor_version_weight_multiplier

@@ -7,8 +7,6 @@ Multiplier ``[metrics] weight_multiplier``, aggregate metadata key ``metrics_wei
 """
 import logging
 
-import numpy as np
-
 from minisched import exception
 from minisched.scheduler import weights
 from minisched.scheduler.weights import utils
@@ -63,4 +61,4 @@ class MetricsWeigher(weights.BaseHostWeigher):
         return value
 
     def weigh_rows(self, view, weight_properties):
-        return None if self.setting else np.zeros(len(view))
+        return None if self.setting else 0.0

@@ -11,6 +11,7 @@ _KEY = 'num_instances_weight_multiplier'
 
 
 class NumInstancesWeigher(weights.BaseHostWeigher):
+    finite_values = True  # an integer column
 
     def _config(self):
         return self.conf.filter_scheduler.num_instances_weight_multiplier

@@ -43,7 +43,10 @@ class PCIWeigher(weights.BaseHostWeigher):
 
     def weigh_rows(self, view, weight_properties):
         # Hosts without PCI pools all weigh MAX_DEVS; only the others are looked at.
+        pooled = utils.states_with(view, 'pci_stats')
+        if not pooled:
+            return MAX_DEVS
         values = np.full(len(view), MAX_DEVS, dtype=np.float64)
-        for pos, state in utils.states_with(view, 'pci_stats'):
+        for pos, state in pooled:
             values[pos] = self._weigh_object(state, weight_properties)
         return values

@@ -94,3 +94,79 @@ class TestHostWeightHandler(helpers.WeigherTestCase):
                            {'free_ram_mb': 2}, {'free_ram_mb': 4})
         names = [name for name, _ in self.weigh([ram.RAMWeigher], hosts)]
         self.assertEqual(4, len(names))
+
+
+class _Constant(_Raw):
+    """Every host's raw value is ``value``, and the vectorised form says so with a number."""
+
+    value = 5
+
+    def _weigh_object(self, host_state, weight_properties):
+        return self.value
+
+    def weigh_rows(self, view, weight_properties):
+        return self.value
+
+
+class TestSkippedWork(helpers.WeigherTestCase):
+    """What the handler does not compute must not change a weight or the order."""
+
+    def test_constant_values_normalise_as_a_list_of_them(self):
+        nan = float('nan')
+        cases = [
+            # (value, minval, maxval): every one checked bit for bit against the per-host path
+            (5, None, None), (0, None, None), (5, 0, None), (0, 0, None), (-3, 0, None),
+            (5, None, 9), (9, None, 9), (5, 2, 8), (12, 2, 8), (1e308, -1e308, None),
+            (nan, None, None), (nan, 0, None), (float('inf'), None, None), (2.5, 2.5, 2.5),
+        ]
+        for value, minval, maxval in cases:
+            with self.subTest(value=value, minval=minval, maxval=maxval):
+                weigher = type('C', (_Constant,), {'value': value, 'minval': minval,
+                                                   'maxval': maxval})
+                self.table = host_state.HostStateTable()
+                hosts = self.hosts({'free_ram_mb': 10}, {'free_ram_mb': 30},
+                                   {'free_ram_mb': 20})
+                self.weigh([weigher, ram.RAMWeigher], hosts)
+
+    def test_bounded_constant_still_weighs(self):
+        class Half(_Constant):
+            minval, maxval, value = 0, 10, 5
+
+        hosts = self.hosts({}, {})
+        self.flags(group='filter_scheduler', ram_weight_multiplier=0.0)
+        self.assertEqual([('host1', 0.5), ('host2', 0.5)], self.weigh([Half], hosts))
+
+    def _counting(self, base_cls):
+        calls = []
+
+        class Counting(base_cls):
+            def weigh_rows(self, view, weight_properties):
+                calls.append(len(view))
+                return super().weigh_rows(view, weight_properties)
+        return Counting, calls
+
+    def test_zero_multiplier_skips_finite_values(self):
+        counting, calls = self._counting(ram.RAMWeigher)
+        self.flags(group='filter_scheduler', ram_weight_multiplier=0.0)
+        hosts = self.hosts({'free_ram_mb': 1}, {'free_ram_mb': 9}, {'free_ram_mb': 4})
+        self.assertEqual([('host1', 0.0), ('host2', 0.0), ('host3', 0.0)],
+                         self.weigh([counting], hosts))
+        self.assertEqual([], calls)
+
+    def test_zero_multiplier_overridden_by_an_aggregate_is_weighed(self):
+        counting, calls = self._counting(ram.RAMWeigher)
+        self.flags(group='filter_scheduler', ram_weight_multiplier=0.0)
+        agg = fakes.fake_aggregate({'ram_weight_multiplier': '2.0'})
+        hosts = self.hosts({'free_ram_mb': 1}, {'free_ram_mb': 9, 'aggregates': [agg]},
+                           {'free_ram_mb': 4})
+        self.assertEqual([('host2', 2.0), ('host1', 0.0), ('host3', 0.0)],
+                         self.weigh([counting], hosts))
+        self.assertEqual([3], calls)
+
+    def test_zero_multiplier_does_not_skip_values_that_may_raise(self):
+        # CPUWeigher's values come from the allocation ratio, which may be unset (an error
+        # per host, as in Nova): they are computed whatever the multiplier.
+        counting, calls = self._counting(cpu.CPUWeigher)
+        self.flags(group='filter_scheduler', cpu_weight_multiplier=0.0)
+        self.weigh([counting], self.hosts({'vcpus_total': 4}, {'vcpus_total': 8}))
+        self.assertEqual([2], calls)
