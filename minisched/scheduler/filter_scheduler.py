@@ -56,8 +56,16 @@ class RowPipeline:
         view = filters.RowView(self.hm.table, candidates)
         return self.hm.weight_handler.weigh_rows(self.hm.weighers, view, spec_obj)
 
-    def reorder(self, candidates, order):
-        return candidates[np.asarray(order, dtype=np.int64)]
+    def chosen_first(self, candidates, head, chosen):
+        """``candidates`` in the order ``head`` (a permutation of the first ``len(head)``
+        positions) then every later position, with position ``chosen`` moved to the front.
+
+        A few array operations: the list version costs ~2 ms at 50,000 candidates.
+        """
+        order = np.arange(len(candidates))
+        order[:len(head)] = head
+        at = head.index(chosen) if chosen < len(head) else chosen
+        return candidates[np.concatenate((order[at:at + 1], order[:at], order[at + 1:]))]
 
 
 class ReferencePipeline:
@@ -91,8 +99,20 @@ class ReferencePipeline:
         weighed = self.hm.get_weighed_hosts(candidates, spec_obj)
         return [w.obj for w in weighed], [w.weight for w in weighed]
 
-    def reorder(self, candidates, order):
-        return [candidates[i] for i in order]
+    def chosen_first(self, candidates, head, chosen):
+        """:meth:`RowPipeline.chosen_first` with Nova's list operations."""
+        order = head + list(range(len(head), len(candidates)))
+        order.remove(chosen)
+        return [candidates[i] for i in [chosen] + order]
+
+
+def _leading_ties(weights):
+    """How many weights at the front equal the first (``!=`` semantics: a NaN ties nothing)."""
+    if isinstance(weights, np.ndarray):
+        differ = np.flatnonzero(weights != weights[0])
+        return int(differ[0]) if len(differ) else len(weights)
+    best = weights[0]
+    return next((i for i, w in enumerate(weights) if w != best), len(weights))
 
 
 class FilterScheduler(driver.Scheduler):
@@ -166,17 +186,16 @@ class FilterScheduler(driver.Scheduler):
         if not len(survivors):
             return survivors, result, filters_ran
         weighed, weights = self.pipeline.weigh(survivors, spec_obj)
-        order = list(range(len(weighed)))
+        count = len(weighed)
+        head = []  # the best-weighed ties, shuffled: positions 0..ties-1 in their new order
         if self.conf.filter_scheduler.shuffle_best_same_weighed_hosts:
-            best = weights[0]
-            ties = next((i for i, w in enumerate(weights) if w != best), len(weights))
-            head = order[:ties]
+            head = list(range(_leading_ties(weights)))
             random.shuffle(head)
-            order[:ties] = head
-        subset_size = min(self.conf.filter_scheduler.host_subset_size, len(order))
-        chosen = random.choice(order[:subset_size])
-        order.remove(chosen)
-        return self.pipeline.reorder(weighed, [chosen] + order), result, filters_ran
+        subset_size = min(self.conf.filter_scheduler.host_subset_size, count)
+        # The first subset_size positions of the (shuffled) order: the same lists, hence the
+        # same random draws, as Nova's list(range(count)) with the ties replaced.
+        chosen = random.choice(head[:subset_size] + list(range(len(head), subset_size)))
+        return self.pipeline.chosen_first(weighed, head, chosen), result, filters_ran
 
     def _set_limits(self, host_state, spec_obj, filters_ran):
         """Recompute the limits the resource filters give ``host_state`` for this request.

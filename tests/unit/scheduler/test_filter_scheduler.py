@@ -48,12 +48,12 @@ class SchedulerTestCase(base.TestCase):
         hm.cells = hm.enabled_cells = [None]
         return fs
 
-    def _both(self, hosts, spec, uuids=None, alternates=False):
+    def _both(self, hosts, spec, uuids=None, alternates=False, seed=7):
         """Run the request through both pipelines on identical states; return one result."""
         results = []
         for pipeline in (filter_scheduler.RowPipeline, filter_scheduler.ReferencePipeline):
             fs = self._scheduler(hosts, pipeline)
-            random.seed(7)
+            random.seed(seed)
             try:
                 selections = fs._schedule(self.ctxt, spec.obj_clone(), uuids, alternates)
                 results.append([[(s.service_host, s.limits.to_dict()) for s in sels]
@@ -137,6 +137,26 @@ class TestSchedule(SchedulerTestCase):
             chosen.add(fs._schedule(self.ctxt, fakes.fake_spec(memory_mb=512),
                                     None)[0][0].service_host)
         self.assertEqual({'big', 'mid'}, chosen)
+
+    def test_shuffled_ties_and_subsets_choose_alike_in_both_pipelines(self):
+        # a, b, c and f tie for the best weight (f comes later in the candidate order).
+        hosts = [('a', 8192, 16384), ('b', 8192, 16384), ('c', 8192, 16384),
+                 ('d', 4096, 16384), ('e', 2048, 16384), ('f', 8192, 16384)]
+        self.flags(group='filter_scheduler', shuffle_best_same_weighed_hosts=True)
+        for subset in (1, 2, 3, 5, 6):
+            self.flags(group='filter_scheduler', host_subset_size=subset)
+            firsts = set()
+            for num in (1, 3):
+                for seed in range(40):
+                    with self.subTest(subset=subset, num=num, seed=seed):
+                        result = self._both(hosts, fakes.fake_spec(memory_mb=512,
+                                                                   num_instances=num),
+                                            alternates=True, seed=seed)
+                        firsts.add(result[0][0][0])
+            # Any of the tied best, shuffled; then the next best as the subset grows.
+            self.assertEqual({'a', 'b', 'c', 'f', 'd', 'e'}, firsts | {'d', 'e'}, subset)
+            self.assertEqual(subset >= 5, 'd' in firsts, subset)
+            self.assertEqual(subset >= 6, 'e' in firsts, subset)
 
     def test_failed_request_gives_back_exactly_what_it_took(self):
         fs = self._scheduler(self.HOSTS)
