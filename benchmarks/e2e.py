@@ -6,7 +6,9 @@ echo server of ``benchmarks.echo_server``, both on a vhost of their own. Clients
 processes using the product's own client (``SchedulerAPI``) and serializer.
 
 * Sequential: one client alternates a bare echo call (no payload), an echo of the request's
-  RequestSpec (information) and a select_destinations of a small flavor; the RequestSpecs are
+  RequestSpec (information), the echo server's select_destinations (the wire floor: the same
+  request and answer, no scheduling; information) and a select_destinations of a small
+  flavor; the RequestSpecs are
   built before the clock starts (the call is timed, not the caller's making of its
   arguments: about 0.3 ms a RequestSpec through oslo.versionedobjects); target: p50 of
   select_destinations <= 1.3 x p50 of the bare echo. The scheduler's own metrics endpoint
@@ -42,9 +44,12 @@ def _clients(conf):
 
     from minisched import rpc
     from minisched.scheduler import rpcapi
-    echo = rpc.get_client(messaging.Target(topic='bench_echo', version='1.0')).prepare(
+    from benchmarks import echo_endpoints
+    echo = rpc.get_client(messaging.Target(topic=echo_endpoints.TOPIC, version='1.0')).prepare(
         timeout=60)
-    return rpcapi.SchedulerAPI(conf), echo
+    floor = rpcapi.SchedulerAPI(conf)  # the product's client, sent to the echo server
+    floor.client = rpc.get_client(messaging.Target(topic=echo_endpoints.TOPIC, version='4.0'))
+    return rpcapi.SchedulerAPI(conf), echo, floor
 
 
 def _specs(count, seed):
@@ -67,21 +72,23 @@ def _timed_ms(function, *args, **kwargs):
 
 def _sequential_work(conf_file, calls, ready):
     conf = cluster.client_setup(conf_file)
-    scheduler, echo = _clients(conf)
+    scheduler, echo, floor = _clients(conf)
     ctxt = _context()
     spec, _uuids = pipeline.make_spec(0, flavors=SMALL_FLAVORS, multi=False)
     for request in _specs(WARMUP_CALLS, seed=1):
         echo.call(ctxt, 'echo', payload=None)
         echo.call(ctxt, 'echo', payload=spec)
+        _select(floor, ctxt, request)
         _select(scheduler, ctxt, request)
     requests = _specs(calls, seed=2)
     ready()
-    bare, payload, select = [], [], []
-    for request in requests:  # interleaved: all three see the same machine load
-        bare.append(_timed_ms(echo.call, ctxt, 'echo', payload=None))
-        payload.append(_timed_ms(echo.call, ctxt, 'echo', payload=spec))
-        select.append(_timed_ms(_select, scheduler, ctxt, request))
-    return {'bare': bare, 'payload': payload, 'select': select}
+    times = {'bare': [], 'payload': [], 'floor': [], 'select': []}
+    for request in requests:  # interleaved: all four see the same machine load
+        times['bare'].append(_timed_ms(echo.call, ctxt, 'echo', payload=None))
+        times['payload'].append(_timed_ms(echo.call, ctxt, 'echo', payload=spec))
+        times['floor'].append(_timed_ms(_select, floor, ctxt, request))
+        times['select'].append(_timed_ms(_select, scheduler, ctxt, request))
+    return times
 
 
 def _sequential(conf_file, calls, queue, start):
@@ -91,7 +98,7 @@ def _sequential(conf_file, calls, queue, start):
 def _concurrent_work(conf_file, threads, seconds, seed, ready):
     import threading
     conf = cluster.client_setup(conf_file)
-    scheduler, _echo = _clients(conf)
+    scheduler, _echo, _floor = _clients(conf)
     ctxt = _context()
     for request in _specs(3, seed):
         _select(scheduler, ctxt, request)
@@ -125,7 +132,8 @@ def _concurrent(conf_file, threads, seconds, seed, queue, start):
 
 
 def figures_for(seq, conc, hosts, workers, clients, rss, own=None):
-    bare, payload, select = (common.median(seq[k]) for k in ('bare', 'payload', 'select'))
+    bare, payload, floor, select = (common.median(seq[k])
+                                    for k in ('bare', 'payload', 'floor', 'select'))
     ratio = select / bare
     latencies = [x for r in conc for x in r['latencies']]
     errors = sum(len(r['errors']) for r in conc)
@@ -135,13 +143,17 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None):
         common.info('echo RPC p50 (bare, no payload)', bare, 'ms',
                     '%d sequential calls' % len(seq['bare'])),
         common.info('echo RPC p50 (RequestSpec payload)', payload, 'ms'),
+        common.info('select_destinations wire floor p50 (echo server, no scheduling)', floor,
+                    'ms', '%.2fx the bare echo; the same request and Selections' % (
+                        floor / bare)),
         common.info('select_destinations p50, sequential ' + label, select, 'ms',
                     'p99 %.3g ms' % common.percentile(seq['select'], 99)),
         common.info('scheduler-side mean per request, sequential', own['request'], 'ms',
                     'its own metrics: filter+weigh+pick incl. a refresh of mean %.3g ms' %
                     own['refresh']),
         common.at_most('select_destinations p50 / bare echo p50', round(ratio, 2),
-                       RATIO_TARGET, 'x', '%.2fx the RequestSpec echo' % (select / payload)),
+                       RATIO_TARGET, 'x', '%.2fx the RequestSpec echo; %.2f ms over the wire floor'
+                       % (select / payload, select - floor)),
         common.at_least('select_destinations throughput, %d clients, %d workers' % (
             clients, workers), rate, THROUGHPUT_TARGET, 'calls/s',
             '%d calls, %d errors' % (len(latencies), errors)),

@@ -4,6 +4,9 @@ Started like a minisched service (``python -m benchmarks.echo_server --config-fi
 eventlet-patched by ``minisched.cmd``, the same transport, RPC server factory and serializer
 (``minisched.rpc.get_server``) as the scheduler, but no service record, manager or database.
 Topic ``bench_echo``; logs "bench echo server ready" once listening.
+
+It also answers ``select_destinations`` without scheduling (the wire floor; see
+``benchmarks.echo_endpoints``).
 """
 import sys
 import time
@@ -12,22 +15,16 @@ import minisched.cmd  # noqa: F401  (eventlet monkey patching, as every minische
 
 import oslo_messaging as messaging  # noqa: E402
 
-TOPIC = 'bench_echo'
-
-
-class EchoEndpoint:
-    target = messaging.Target(version='1.0')
-
-    def echo(self, ctxt, payload=None):
-        """Return ``payload`` as received (deserialized, then serialized again)."""
-        return payload
+from benchmarks import echo_endpoints  # noqa: E402
 
 
 def main(argv=None):
     from minisched.cmd import common as cmd_common
     from minisched import rpc
     conf = cmd_common.setup_service(argv)
-    server = rpc.get_server(messaging.Target(topic=TOPIC, server=conf.host), [EchoEndpoint()])
+    server = rpc.get_server(messaging.Target(topic=echo_endpoints.TOPIC, server=conf.host),
+                            [echo_endpoints.EchoEndpoint(),
+                             echo_endpoints.WireFloorEndpoint(conf)])
     server.start()
     sys.stdout.write('bench echo server ready\n')
     sys.stdout.flush()

@@ -38,3 +38,30 @@ class TestPipelineBenchSmoke(base.TestCase):
         for figure in EXPECTED:
             self.assertIn(figure, text)
         self.assertIn(common.format_table([]).splitlines()[0].split()[0], text)
+
+
+class TestWireFloorEndpoint(base.TestCase):
+    """The e2e bench's wire floor answers as the scheduler does, in shape and on the wire."""
+
+    def test_answers_one_selection_list_per_instance_through_the_rpc_serializer(self):
+        from benchmarks import echo_endpoints
+        from minisched import context
+        from minisched import rpc
+        from minisched.objects import selection
+        self.flags(max_attempts=4, group='scheduler')
+        endpoint = echo_endpoints.WireFloorEndpoint(self.conf)
+        spec, uuids = pipeline.make_spec(4, flavors=pipeline.FLAVORS[:1])  # 3 instances
+        ctxt = context.get_admin_context()
+        client_side, server_side = rpc.get_serializer(), rpc.get_serializer(server_side=True)
+        received = server_side.deserialize_entity(
+            ctxt, client_side.serialize_entity(ctxt, spec))
+        answer = endpoint.select_destinations(ctxt, spec_obj=received, instance_uuids=uuids,
+                                              return_objects=True, return_alternates=True)
+        wire = client_side.deserialize_entity(ctxt, server_side.serialize_entity(ctxt, answer))
+        self.assertEqual([4, 4, 4], [len(per) for per in wire])
+        self.assertTrue(all(isinstance(s, selection.Selection) for per in wire for s in per))
+        self.assertEqual(['floor0', 'floor1', 'floor2', 'floor3'],
+                         [s.service_host for s in wire[0]])
+        alone = endpoint.select_destinations(ctxt, spec_obj=received, instance_uuids=None,
+                                             return_objects=True, return_alternates=False)
+        self.assertEqual([1, 1, 1], [len(per) for per in alone])
