@@ -17,7 +17,7 @@ TARGET_MB = 150.0
 
 def _warmup_work(conf_file, calls, ready):
     conf = cluster.client_setup(conf_file)
-    scheduler, _echo, _floor = e2e._clients(conf)
+    scheduler, _echo = e2e._clients(conf)
     ctxt = e2e._context()
     requests = e2e._specs(calls, seed=3)
     ready()
