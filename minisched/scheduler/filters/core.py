@@ -6,7 +6,6 @@ may not need more vCPUs than the host physically has; then ``limit - vcpus_used`
 """
 import logging
 
-from minisched.scheduler import filters
 from minisched.scheduler.filters import utils
 
 LOG = logging.getLogger(__name__)
@@ -29,7 +28,8 @@ def _passes(host_state, spec_obj, ratio_of):
     return not limit - host_state.vcpus_used < requested
 
 
-def _rows_pass(view, requested, ratios):
+def _rows_pass(view, spec_obj, ratios):
+    requested = spec_obj.vcpus
     total = view.column('vcpus_total')
     limit = total * ratios
     if not total.all():
@@ -38,33 +38,14 @@ def _rows_pass(view, requested, ratios):
     return (total == 0) | fits
 
 
-class CoreFilter(filters.BaseHostFilter):
+class CoreFilter(utils.OvercommitFilter):
     """vCPU check with the node's ``cpu_allocation_ratio``."""
 
-    RUN_ON_REBUILD = False
-    SETS_LIMITS = True
-
-    def _ratio(self, host_state):
-        return utils.node_ratio(self.conf, host_state, _RATIO)
-
-    def host_passes(self, host_state, spec_obj):
-        return _passes(host_state, spec_obj, self._ratio)
-
-    def filter_rows(self, view, spec_obj):
-        return _rows_pass(view, spec_obj.vcpus, utils.node_ratio_rows(self.conf, view, _RATIO))
+    RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
 
 
-class AggregateCoreFilter(filters.BaseHostFilter):
+class AggregateCoreFilter(utils.OvercommitFilter):
     """vCPU check with the smallest aggregate ``cpu_allocation_ratio``, else the node's."""
 
-    RUN_ON_REBUILD = False
-    SETS_LIMITS = True
-
-    def _ratio(self, host_state):
-        return utils.aggregate_ratio(self.conf, host_state, _RATIO)
-
-    def host_passes(self, host_state, spec_obj):
-        return _passes(host_state, spec_obj, self._ratio)
-
-    def filter_rows(self, view, spec_obj):
-        return _rows_pass(view, spec_obj.vcpus, utils.aggregate_ratio_rows(self.conf, view, _RATIO))
+    RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    AGGREGATE = True

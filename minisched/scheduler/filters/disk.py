@@ -7,7 +7,6 @@ The request is ``1024 * (root_gb + ephemeral_gb) + swap`` MB (swap counts here a
 """
 import logging
 
-from minisched.scheduler import filters
 from minisched.scheduler.filters import utils
 
 LOG = logging.getLogger(__name__)
@@ -43,33 +42,14 @@ def _rows_pass(view, spec_obj, ratios):
     return ~(total < requested) & (usable >= requested)
 
 
-class DiskFilter(filters.BaseHostFilter):
+class DiskFilter(utils.OvercommitFilter):
     """Disk check with the node's ``disk_allocation_ratio``."""
 
-    RUN_ON_REBUILD = False
-    SETS_LIMITS = True
-
-    def _ratio(self, host_state):
-        return utils.node_ratio(self.conf, host_state, _RATIO)
-
-    def host_passes(self, host_state, spec_obj):
-        return _passes(host_state, spec_obj, self._ratio)
-
-    def filter_rows(self, view, spec_obj):
-        return _rows_pass(view, spec_obj, utils.node_ratio_rows(self.conf, view, _RATIO))
+    RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
 
 
-class AggregateDiskFilter(filters.BaseHostFilter):
+class AggregateDiskFilter(utils.OvercommitFilter):
     """Disk check with the smallest aggregate ``disk_allocation_ratio``, else the node's."""
 
-    RUN_ON_REBUILD = False
-    SETS_LIMITS = True
-
-    def _ratio(self, host_state):
-        return utils.aggregate_ratio(self.conf, host_state, _RATIO)
-
-    def host_passes(self, host_state, spec_obj):
-        return _passes(host_state, spec_obj, self._ratio)
-
-    def filter_rows(self, view, spec_obj):
-        return _rows_pass(view, spec_obj, utils.aggregate_ratio_rows(self.conf, view, _RATIO))
+    RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    AGGREGATE = True

@@ -7,7 +7,6 @@ compute claim.
 """
 import logging
 
-from minisched.scheduler import filters
 from minisched.scheduler.filters import utils
 
 LOG = logging.getLogger(__name__)
@@ -31,40 +30,21 @@ def _passes(host_state, spec_obj, ratio_of):
     return True
 
 
-def _rows_pass(view, requested, ratios):
+def _rows_pass(view, spec_obj, ratios):
+    requested = spec_obj.memory_mb
     total = view.column('total_usable_ram_mb')
     usable = total * ratios - (total - view.column('free_ram_mb'))
     return (total >= requested) & (usable >= requested)
 
 
-class RamFilter(filters.BaseHostFilter):
+class RamFilter(utils.OvercommitFilter):
     """RAM check with the node's ``ram_allocation_ratio``."""
 
-    RUN_ON_REBUILD = False
-    SETS_LIMITS = True
-
-    def _ratio(self, host_state):
-        return utils.node_ratio(self.conf, host_state, _RATIO)
-
-    def host_passes(self, host_state, spec_obj):
-        return _passes(host_state, spec_obj, self._ratio)
-
-    def filter_rows(self, view, spec_obj):
-        return _rows_pass(view, spec_obj.memory_mb, utils.node_ratio_rows(self.conf, view, _RATIO))
+    RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
 
 
-class AggregateRamFilter(filters.BaseHostFilter):
+class AggregateRamFilter(utils.OvercommitFilter):
     """RAM check with the smallest aggregate ``ram_allocation_ratio``, else the node's."""
 
-    RUN_ON_REBUILD = False
-    SETS_LIMITS = True
-
-    def _ratio(self, host_state):
-        return utils.aggregate_ratio(self.conf, host_state, _RATIO)
-
-    def host_passes(self, host_state, spec_obj):
-        return _passes(host_state, spec_obj, self._ratio)
-
-    def filter_rows(self, view, spec_obj):
-        ratios = utils.aggregate_ratio_rows(self.conf, view, _RATIO)
-        return _rows_pass(view, spec_obj.memory_mb, ratios)
+    RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    AGGREGATE = True

@@ -3,6 +3,7 @@
 The first four keep the names and rules of ``nova.scheduler.filters.utils``; the others
 give the per-host and vectorised forms of the same rules so both paths agree exactly.
 """
+import abc
 import collections
 import logging
 import operator
@@ -10,6 +11,8 @@ import re
 import weakref
 
 import numpy as np
+
+from minisched.scheduler import filters
 
 LOG = logging.getLogger(__name__)
 
@@ -88,6 +91,41 @@ def aggregate_ratio_rows(conf, view, name):
     """:func:`aggregate_ratio` for every row of ``view`` (a float64 array)."""
     return per_aggregated_host(view, node_ratio_rows(conf, view, name),
                                lambda state: aggregate_ratio(conf, state, name))
+
+
+class OvercommitFilter(filters.BaseHostFilter):
+    """Nova's classic Ram/Core/DiskFilter and Aggregate* forms: one check, two ratio sources.
+
+    A subclass names its ratio option (``RATIO``), sets ``AGGREGATE`` for the smallest
+    aggregate value over the node's, and gives its module's per-host and vectorised checks.
+    Abstract and no entry point, so never a filter of its own.
+    """
+
+    RUN_ON_REBUILD = False
+    SETS_LIMITS = True
+    RATIO = None
+    AGGREGATE = False
+
+    @staticmethod
+    @abc.abstractmethod
+    def passes(host_state, spec_obj, ratio_of):
+        """``host_passes`` given ``ratio_of(host_state)``; sets the limit when it passes."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def rows_pass(view, spec_obj, ratios):
+        """``filter_rows`` given one ratio per row of ``view``."""
+
+    def _ratio(self, host_state):
+        ratio = aggregate_ratio if self.AGGREGATE else node_ratio
+        return ratio(self.conf, host_state, self.RATIO)
+
+    def host_passes(self, host_state, spec_obj):
+        return self.passes(host_state, spec_obj, self._ratio)
+
+    def filter_rows(self, view, spec_obj):
+        ratios = aggregate_ratio_rows if self.AGGREGATE else node_ratio_rows
+        return self.rows_pass(view, spec_obj, ratios(self.conf, view, self.RATIO))
 
 
 def per_aggregated_host(view, base, per_host):
