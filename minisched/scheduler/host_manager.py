@@ -29,6 +29,7 @@ from oslo_utils import timeutils
 from minisched import context as ms_context
 from minisched.db.api import api as api_db
 from minisched.db.main import api as db
+from minisched.db import utils as db_utils
 from minisched import exception
 from minisched.objects import aggregate as aggregate_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
@@ -86,7 +87,7 @@ class NodeRecord:
         # The row itself answers every other attribute (see __getattr__): copying it into
         # __dict__ cost 1 KB per node, 12 MB of a worker at 10,000 hosts.
         self._row = row
-        self.stats = {k: None if v is None else str(v)
+        self.stats = {sys.intern(k): None if v is None else str(v)  # keys: a few, on every host
                       for k, v in (json.loads(row['stats']) if row['stats'] else {}).items()}
         self.supported_hv_specs = _hv_specs(row['supported_instances'])
         self.pci_device_pools = row.get('pci_stats')
@@ -291,9 +292,7 @@ class HostManager:
             if marker is not None and marker == unchanged:
                 return None, None, full, marker
             if full:
-                return (db.service_get_all_by_binary(cctxt, COMPUTE_BINARY,
-                                                     include_disabled=True),
-                        db.compute_node_get_all(cctxt), True, marker)
+                return (*db.compute_hosts_get_all(cctxt, COMPUTE_BINARY), True, marker)
             return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since - SKEW), False,
                     marker)
 
@@ -320,7 +319,7 @@ class HostManager:
                 continue
             if _same_version(self._services.get(row['host']), row):
                 continue  # read again only because it lies in the look-back window
-            self._services[row['host']] = _share_strings(row)
+            row = self._services[row['host']] = _frozen(row)
             for state in self._states_by_host.get(row['host'], ()):
                 state.update(service=row)
         seen = set()
@@ -391,7 +390,7 @@ class HostManager:
         state = self.host_state_map.get(key)
         if state is not None and _same_version(state.last_record, row):
             return  # read again only because it lies in the look-back window
-        _share_strings(row)
+        row = _frozen(row)
         if state is None:
             state = self._new_host_state(row, cell_uuid)
             self._mappings_dirty = True
@@ -641,20 +640,12 @@ def _gc_paused(paused):
             gc.enable()
 
 
-#: Columns whose values repeat from host to host ('minisched-compute', 'fake', '[]' ...).
-_SHARED_COLUMNS = ('binary', 'topic', 'disabled_reason', 'hypervisor_type', 'cpu_info',
-                   'host_ip', 'supported_instances', 'metrics', 'pci_stats', 'numa_topology',
-                   'extra_resources')
-
-
-def _share_strings(row):
-    """Make the row's repeating string values one object each (the driver returns a new
-    string per row): 3 MB of a worker at 10,000 hosts. Returns ``row``."""
-    for name in _SHARED_COLUMNS:
-        value = row.get(name)
-        if type(value) is str and len(value) <= 256:
-            row[name] = sys.intern(value)
-    return row
+def _frozen(row):
+    """``row`` as kept for its host (rows not read by this module, e.g. synthetic ones, are
+    dicts): a FrozenRow, its repeating strings shared."""
+    if type(row) is db_utils.FrozenRow:
+        return row
+    return db_utils.FrozenRow.from_mapping(row, db.SHARED_HOST_COLUMNS)
 
 
 def _same_version(known, row):

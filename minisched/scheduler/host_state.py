@@ -16,6 +16,8 @@ import threading
 import numpy as np
 from oslo_utils import timeutils
 
+from minisched.db import utils as db_utils
+
 LOG = logging.getLogger(__name__)
 
 #: Integer attributes of a host state, each one int64 column. -1 encodes None where allowed.
@@ -315,9 +317,10 @@ class ReadOnlyDict(collections.abc.Mapping):
     """The service record as a dict filters may read but not change."""
 
     def __init__(self, source):
-        # A plain dict is wrapped, not copied: the host manager's service rows are replaced
-        # on update, never changed in place (a copy per host state cost 6 MB at 10,000).
-        self._data = source if type(source) is dict else dict(source)
+        # A plain dict or a FrozenRow is wrapped, not copied: the host manager's service rows
+        # are replaced on update, never changed in place (a copy per host state cost 6 MB at
+        # 10,000).
+        self._data = source if type(source) in (dict, db_utils.FrozenRow) else dict(source)
 
     def __getitem__(self, key):
         return self._data[key]

@@ -144,12 +144,33 @@ def changes_marker(context):
     return markers.current(engines.main_url(context))
 
 
+#: Service and compute node columns whose values repeat across rows (a host's name is in its
+#: node row twice and in its service row): one string object each in the scheduler's rows.
+SHARED_HOST_COLUMNS = frozenset((
+    'host', 'hypervisor_hostname', 'binary', 'topic', 'disabled_reason', 'hypervisor_type',
+    'cpu_info', 'host_ip', 'supported_instances', 'metrics', 'pci_stats', 'numa_topology',
+    'extra_resources'))
+
+
+def compute_hosts_get_all(context, binary):
+    """``(services, nodes)`` for the scheduler's full read of a cell, in one transaction:
+    every ``binary`` service (disabled ones too) and every compute node, as FrozenRows."""
+    with _begin(context) as conn:
+        return (utils.fetch_all(conn, services, *utils.visible(services, context),
+                                services.c.binary == binary, frozen=SHARED_HOST_COLUMNS),
+                utils.fetch_all(conn, nodes, *utils.visible(nodes, context),
+                                frozen=SHARED_HOST_COLUMNS))
+
+
 def compute_changes_since(context, binary, since):
     """``(services, nodes)``: ``service_get_all_changed_since`` and
-    ``compute_node_get_all_changed_since`` in one transaction (one snapshot, one checkout)."""
+    ``compute_node_get_all_changed_since`` in one transaction (one snapshot, one checkout),
+    as FrozenRows (the scheduler's incremental read)."""
     with _begin(context) as conn:
-        return (utils.fetch_changed_since(conn, _SERVICES_CHANGED, since=since, binary=binary),
-                utils.fetch_changed_since(conn, _NODES_CHANGED, since=since))
+        return (utils.fetch_changed_since(conn, _SERVICES_CHANGED, since=since, binary=binary,
+                                          frozen=SHARED_HOST_COLUMNS),
+                utils.fetch_changed_since(conn, _NODES_CHANGED, since=since,
+                                          frozen=SHARED_HOST_COLUMNS))
 
 
 def service_get_all_by_host(context, host):

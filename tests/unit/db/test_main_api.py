@@ -256,6 +256,30 @@ def test_compute_node_get_all_changed_since_includes_deleted(ctx):
     assert db.compute_node_get_all_changed_since(ctx, utils.now()) == []
 
 
+def test_compute_hosts_reads_for_the_scheduler(ctx):
+    """The full and the incremental read: every compute service (disabled too) and node, as
+    read-only rows whose repeating strings are shared."""
+    one = _service(ctx)
+    two = _service(ctx, host='host2', disabled=True)
+    _service(ctx, binary='minisched-scheduler', topic='scheduler')
+    gone = _service(ctx, host='host3')
+    db.service_destroy(ctx, gone['id'])
+    node = _node(ctx)
+    since = utils.now()
+    newer = _node(ctx, host='host2', hypervisor_hostname='node2')
+    services, nodes = db.compute_hosts_get_all(ctx, COMPUTE)
+    assert [row['id'] for row in services] == [one['id'], two['id']]
+    assert [row['id'] for row in nodes] == [node['id'], newer['id']]
+    assert {type(row) for row in services + nodes} == {utils.FrozenRow}
+    assert dict(nodes[0]) == db.compute_node_get(ctx, node['id'])
+    assert services[0]['host'] is nodes[0]['host']
+    services, nodes = db.compute_hosts_get_all(_reading('yes'), COMPUTE)
+    assert gone['id'] in [row['id'] for row in services]
+    services, nodes = db.compute_changes_since(ctx, COMPUTE, since)
+    assert [row['id'] for row in nodes] == [newer['id']] and services == []
+    assert type(nodes[0]) is utils.FrozenRow
+
+
 # -- instances ------------------------------------------------------------------------------------
 
 def test_instance_create_get_and_duplicate(ctx):

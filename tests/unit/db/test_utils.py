@@ -64,3 +64,48 @@ def test_fetch_changed_since_uses_the_indexes_and_returns_oldest_id_first(tmp_pa
         plan = ' '.join(str(row) for row in plan)
     assert [row['id'] for row in rows] == [1, 3]
     assert 't_updated_at_idx' in plan and 't_created_at_idx' in plan
+
+
+def _frozen_table(tmp_path):
+    meta = sa.MetaData()
+    table = sa.Table('t', meta, sa.Column('id', sa.Integer, primary_key=True),
+                     sa.Column('host', sa.String(255)), sa.Column('note', sa.String(255)))
+    engine = sa.create_engine('sqlite:///%s' % (tmp_path / 'f.db'))
+    meta.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(table.insert(), [{'id': 1, 'host': 'h1', 'note': 'x' * 20},
+                                      {'id': 2, 'host': 'h1', 'note': 'x' * 20}])
+    return engine, table
+
+
+def test_fetch_all_frozen_reads_mappings_that_cannot_change(tmp_path):
+    engine, table = _frozen_table(tmp_path)
+    with engine.begin() as conn:
+        as_dicts = utils.fetch_all(conn, table)
+        frozen = utils.fetch_all(conn, table, frozen={'host'})
+    assert [type(row) for row in frozen] == [utils.FrozenRow] * 2
+    assert [dict(row) for row in frozen] == as_dicts  # same columns, values and order
+    one = frozen[0]
+    assert (one['host'], one.get('note'), one.get('nope'), one.get('nope', 7)) == \
+        ('h1', 'x' * 20, None, 7)
+    assert 'host' in one and 'nope' not in one and len(one) == 3
+    assert list(one) == ['id', 'host', 'note'] and one == as_dicts[0]
+    with pytest.raises(KeyError):
+        one['nope']
+    with pytest.raises(TypeError):
+        one['host'] = 'other'  # read-only by design
+    # One index per column set; the shared column's values are one object, the others not.
+    assert one._index is frozen[1]._index
+    assert frozen[0]['host'] is frozen[1]['host']
+    assert frozen[0]['note'] is not frozen[1]['note']
+
+
+def test_frozen_row_from_mapping_matches_a_read_row(tmp_path):
+    engine, table = _frozen_table(tmp_path)
+    with engine.begin() as conn:
+        read = utils.fetch_changed_since(conn, sa.select(table), frozen={'host'})
+    host = ''.join(['h', '1'])  # a string of its own, as a driver returns
+    made = utils.FrozenRow.from_mapping({'id': 1, 'host': host, 'note': 'x' * 20},
+                                        shared={'host'})
+    assert made == read[0] and made._index is read[0]._index
+    assert made['host'] is read[0]['host'] and made['host'] is not host

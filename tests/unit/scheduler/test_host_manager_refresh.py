@@ -11,6 +11,7 @@ from minisched.db.api import api as api_db
 from minisched.db import engines
 from minisched.db import markers
 from minisched.db import migration
+from minisched.db import utils as db_utils
 from minisched.db.main import api as db
 from minisched.scheduler import host_manager
 from tests.unit import base
@@ -80,6 +81,20 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         self.assertNotEqual([], self._refresh(hm))  # the next request sees the report
         self.assertEqual(1024, hm.host_state_map[('h1', 'h1')].free_ram_mb)
         self.assertEqual([], self._refresh(hm))
+
+    def test_rows_are_kept_read_only_with_shared_names(self):
+        node = self._add_host('h1')
+        hm = self._manager()
+        state = hm.host_state_map[('h1', 'h1')]
+        for row in (state.last_record, state.service._data):
+            self.assertIs(db_utils.FrozenRow, type(row))  # no dict per row (memory)
+        self.assertIs(state.last_record['host'], state.service['host'])
+        db.compute_node_update(self.ctxt, node['id'], {'free_ram_mb': 2048,
+                                                        'updated_at': timeutils.utcnow()})
+        self._refresh(hm)  # the incremental read keeps them the same way
+        self.assertIs(db_utils.FrozenRow, type(state.last_record))
+        self.assertEqual(2048, state.last_record['free_ram_mb'])
+        self.assertEqual(2048, state.free_ram_mb)
 
     def test_new_host_is_seen_by_the_next_refresh(self):
         self._add_host('h1')
