@@ -15,6 +15,11 @@ processes using the product's own client (``SchedulerAPI``) and serializer.
   of the time over the same calls.
 * Concurrent: 16 clients (4 processes x 4 threads) call select_destinations for a fixed time,
   each cycling through RequestSpecs it built beforehand; target >= 300 calls/s, p99 reported.
+* Idle cost (information): the same scheduling in this process, over the same database, timed
+  back to back and then each call after 10 ms of sleep. On this VM the second takes two to
+  three times the first, and no busy loop before the call brings it back: the host's caches
+  lose the scheduler's code and data while it waits, and a sequential caller always makes it
+  wait (the echo server, answering three calls out of four, waits less).
 """
 import time
 import uuid
@@ -142,7 +147,45 @@ def _concurrent(conf_file, threads, seconds, seed, queue, start):
     cluster.child_main(queue, start, _concurrent_work, conf_file, threads, seconds, seed)
 
 
-def figures_for(seq, conc, hosts, workers, clients, rss, own=None):
+IDLE_SECONDS = 0.010
+
+
+def idle_cost(db_url, calls):
+    """``(back-to-back p50, after-idle p50)`` in ms of ``FilterScheduler.select_destinations``
+    run in this process over the cluster at ``db_url`` (its own refresh included)."""
+    from unittest import mock
+
+    from minisched import rpc
+    from minisched.db import engines
+    from minisched.scheduler import filter_scheduler
+    conf = common.in_process_conf()
+    overrides = {'database': {'connection': db_url}, 'api_database': {'connection': db_url},
+                 None: {'service_down_time': 86400}}
+    with common.overrides(conf, overrides), common.quiet_logs():
+        engines.dispose_all()
+        engines.configure(conf)
+        try:
+            with mock.patch.object(rpc, 'get_notifier') as notifier:  # no RPC in this process
+                notifier.return_value.is_enabled.return_value = False
+                scheduler = filter_scheduler.FilterScheduler(conf)
+            ctxt = _context()
+            requests = _specs(WARMUP_CALLS + 2 * calls, seed=4)
+
+            def select(request, pause=0.0):
+                time.sleep(pause)
+                spec, uuids = request
+                return _timed_ms(scheduler.select_destinations, ctxt, spec, uuids, None, None,
+                                 None, True)
+            for request in requests[:WARMUP_CALLS]:
+                select(request)
+            rest = requests[WARMUP_CALLS:]
+            return (common.median([select(r) for r in rest[:calls]]),
+                    common.median([select(r, IDLE_SECONDS) for r in rest[calls:]]))
+        finally:
+            engines.dispose_all()
+
+
+def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None):
     bare, payload, floor, select = (common.median(seq[k])
                                     for k in ('bare', 'payload', 'floor', 'select'))
     ratio = select / bare
@@ -150,7 +193,7 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None):
     errors = sum(len(r['errors']) for r in conc)
     rate = len(latencies) / max(r['elapsed'] for r in conc)
     label = '@%d hosts' % hosts
-    return [
+    figures = [
         common.info('echo RPC p50 (bare, no payload)', bare, 'ms',
                     '%d sequential calls' % len(seq['bare'])),
         common.info('echo RPC p50 (RequestSpec payload)', payload, 'ms'),
@@ -162,6 +205,9 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None):
         common.info('scheduler-side mean per request, sequential', own['request'], 'ms',
                     'its own metrics: filter+weigh+pick incl. a refresh of mean %.3g ms' %
                     own['refresh']),
+        common.info('in-process select_destinations p50 after %.0f ms idle %s' % (
+            IDLE_SECONDS * 1000, label), idle[1], 'ms', '%.3g ms back to back; same code, '
+            'same database, no RPC' % idle[0]) if idle else None,
         common.at_most('select_destinations p50 / bare echo p50', round(ratio, 2),
                        RATIO_TARGET, 'x', '%.2fx the RequestSpec echo; %.2f ms over the wire floor'
                        % (select / payload, select - floor)),
@@ -174,6 +220,7 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None):
         common.info('scheduler worker RSS ' + label, max(rss) if rss else float('nan'), 'MB',
                     'workers: %s' % ', '.join('%.0f' % r for r in rss)),
     ]
+    return [figure for figure in figures if figure is not None]
 
 
 def worker_rss(bench_cluster, name='scheduler'):
@@ -225,6 +272,7 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
         synthetic.write_db(db_url, synthetic.node_rows(hosts, now=synthetic.old_now(),
                                                        spread_seconds=600),
                            api_url=db_url, cell_uuid=str(uuid.uuid4()), transport_url=url)
+        idle = idle_cost(db_url, calls // 2)
         bench = cluster.Cluster(url, db_url)
         try:
             bench.start('echo', 'benchmarks.echo_server', ready='bench echo server ready')
@@ -249,5 +297,5 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
             bench.stop_all()
             raise
         bench.cleanup()
-    return figures_for(seq, conc, hosts, workers, procs * threads, rss, own)
+    return figures_for(seq, conc, hosts, workers, procs * threads, rss, own, idle)
 

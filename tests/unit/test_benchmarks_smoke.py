@@ -65,3 +65,21 @@ class TestWireFloorEndpoint(base.TestCase):
         alone = endpoint.select_destinations(ctxt, spec_obj=received, instance_uuids=None,
                                              return_objects=True, return_alternates=False)
         self.assertEqual([1, 1, 1], [len(per) for per in alone])
+
+
+class TestIdleCost(base.TestCase):
+    """The e2e bench's in-process figure schedules over its database (no timing asserted)."""
+
+    def test_schedules_over_the_synthetic_database_both_ways(self):
+        import uuid
+
+        from benchmarks import databases
+        from benchmarks import e2e
+        from benchmarks import synthetic
+        with databases.sqlite_db() as url:
+            synthetic.write_db(url, synthetic.node_rows(50, now=synthetic.old_now()),
+                               api_url=url, cell_uuid=str(uuid.uuid4()))
+            back_to_back, after_idle = e2e.idle_cost(url, calls=3)
+        # NoValidHost would have raised: every call chose a host of the 50.
+        self.assertGreater(back_to_back, 0)
+        self.assertGreater(after_idle, 0)
