@@ -650,8 +650,8 @@ def _frozen(row):
 
 def _same_version(known, row):
     """Whether ``row`` is the very version of a record already applied (same id, timestamps)."""
-    return known is not None and all(known[name] == row[name]
-                                     for name in ('id', 'updated_at', 'created_at'))
+    return known is not None and (known['id'], known['updated_at'], known['created_at']) == (
+        row['id'], row['updated_at'], row['created_at'])
 
 
 def _tracked_instance(row):
