@@ -120,6 +120,24 @@ def test_compute_nodes(ctx):
     assert main_db.compute_node_get_by_host_and_nodename(ctx, 'h1', 'n1')['vcpus_used'] == 2
 
 
+def test_scheduler_reads(ctx):
+    """The scheduler's full and incremental reads: the rows the dict reads give, read-only."""
+    service = main_db.service_create(ctx, {'host': 'h1', 'binary': main_db.COMPUTE_BINARY,
+                                           'topic': 'compute', 'disabled': True})
+    node = main_db.compute_node_create(ctx, {
+        'host': 'h1', 'hypervisor_hostname': 'n1', 'vcpus': 4, 'memory_mb': 1024,
+        'local_gb': 10, 'vcpus_used': 0, 'memory_mb_used': 0, 'local_gb_used': 0,
+        'service_id': service['id']})
+    since = utils.now()
+    newer = main_db.compute_node_update(ctx, node['id'], {'vcpus_used': 1})
+    services, nodes = main_db.compute_hosts_get_all(ctx, main_db.COMPUTE_BINARY)
+    assert [dict(row) for row in services] == [main_db.service_get(ctx, service['id'])]
+    assert [dict(row) for row in nodes] == [main_db.compute_node_get(ctx, node['id'])]
+    assert {type(row) for row in services + nodes} == {utils.FrozenRow}
+    services, nodes = main_db.compute_changes_since(ctx, main_db.COMPUTE_BINARY, since)
+    assert services == [] and [row['vcpus_used'] for row in nodes] == [newer['vcpus_used']]
+
+
 def test_instances(ctx):
     inst = main_db.instance_create(ctx, {'host': 'h1', 'node': 'n1', 'vm_state': 'building',
                                          'task_state': None, 'flavor': '{"x": 1}' * 20000})
