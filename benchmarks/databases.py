@@ -10,6 +10,8 @@ import shutil
 import tempfile
 import uuid
 
+from benchmarks import common
+
 PG_DEFAULT = 'postgresql+psycopg2://postgres@127.0.0.1:5432/test'
 
 
@@ -76,6 +78,23 @@ def postgres_db():
         with engine.connect() as conn:
             conn.execute(sa.text('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name))
         engine.dispose()
+
+
+@contextlib.contextmanager
+def in_use(conf, url, overrides=None):
+    """This process's engines on ``url`` (cell and API database both) for the block, with
+    ``overrides`` (``{group or None: {option: value}}``) on ``conf`` too; disposed after."""
+    from minisched.db import engines
+    values = {'database': {'connection': url}, 'api_database': {'connection': url}}
+    for group, options in (overrides or {}).items():
+        values.setdefault(group, {}).update(options)
+    with common.overrides(conf, values):
+        engines.dispose_all()
+        engines.configure(conf)
+        try:
+            yield conf
+        finally:
+            engines.dispose_all()
 
 
 def _dispose():

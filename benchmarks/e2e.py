@@ -153,36 +153,22 @@ IDLE_SECONDS = 0.010
 def idle_cost(db_url, calls):
     """``(back-to-back p50, after-idle p50)`` in ms of ``FilterScheduler.select_destinations``
     run in this process over the cluster at ``db_url`` (its own refresh included)."""
-    from unittest import mock
+    with databases.in_use(common.in_process_conf(), db_url,
+                          {None: {'service_down_time': 86400}}) as conf, common.quiet_logs():
+        scheduler = pipeline.offline_scheduler(conf)
+        ctxt = _context()
+        requests = _specs(WARMUP_CALLS + 2 * calls, seed=4)
 
-    from minisched import rpc
-    from minisched.db import engines
-    from minisched.scheduler import filter_scheduler
-    conf = common.in_process_conf()
-    overrides = {'database': {'connection': db_url}, 'api_database': {'connection': db_url},
-                 None: {'service_down_time': 86400}}
-    with common.overrides(conf, overrides), common.quiet_logs():
-        engines.dispose_all()
-        engines.configure(conf)
-        try:
-            with mock.patch.object(rpc, 'get_notifier') as notifier:  # no RPC in this process
-                notifier.return_value.is_enabled.return_value = False
-                scheduler = filter_scheduler.FilterScheduler(conf)
-            ctxt = _context()
-            requests = _specs(WARMUP_CALLS + 2 * calls, seed=4)
-
-            def select(request, pause=0.0):
-                time.sleep(pause)
-                spec, uuids = request
-                return _timed_ms(scheduler.select_destinations, ctxt, spec, uuids, None, None,
-                                 None, True)
-            for request in requests[:WARMUP_CALLS]:
-                select(request)
-            rest = requests[WARMUP_CALLS:]
-            return (common.median([select(r) for r in rest[:calls]]),
-                    common.median([select(r, IDLE_SECONDS) for r in rest[calls:]]))
-        finally:
-            engines.dispose_all()
+        def select(request, pause=0.0):
+            time.sleep(pause)
+            spec, uuids = request
+            return _timed_ms(scheduler.select_destinations, ctxt, spec, uuids, None, None,
+                             None, True)
+        for request in requests[:WARMUP_CALLS]:
+            select(request)
+        rest = requests[WARMUP_CALLS:]
+        return (common.median([select(r) for r in rest[:calls]]),
+                common.median([select(r, IDLE_SECONDS) for r in rest[calls:]]))
 
 
 def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None):

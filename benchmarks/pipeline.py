@@ -45,11 +45,19 @@ def bench_conf():
             None: {'service_down_time': 86400}}
 
 
+def offline_scheduler(conf, cls=None):
+    """A FilterScheduler (or ``cls``) made in a process without RPC: its notifier is a stand-in
+    that says it is off, so select_destinations sends no notification."""
+    from minisched import rpc
+    from minisched.scheduler import filter_scheduler
+    with mock.patch.object(rpc, 'get_notifier') as notifier:
+        notifier.return_value.is_enabled.return_value = False
+        return (cls or filter_scheduler.FilterScheduler)(conf)
+
+
 def build_scheduler(conf, hosts, seed=0):
     """A FilterScheduler whose HostManager holds ``hosts`` synthetic host states."""
-    from minisched import rpc
-    with mock.patch.object(rpc, 'get_notifier'):  # never notifies: _schedule is called directly
-        scheduler = _scheduler_class()(conf)
+    scheduler = offline_scheduler(conf, _scheduler_class())
     synthetic.populate(scheduler.host_manager, synthetic.node_rows(hosts, seed=seed))
     return scheduler
 

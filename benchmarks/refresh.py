@@ -49,15 +49,11 @@ def _timed(function, *args, **kwargs):
 def run_backend(conf, url, hosts, repeats):
     """Times on the database at ``url``; returns a dict of seconds and the freshness check."""
     from minisched import context as ms_context
-    from minisched.db import engines
     synthetic.write_db(url, synthetic.node_rows(hosts, now=synthetic.old_now(),
                                                   spread_seconds=600), api_url=url,
                        cell_uuid=str(uuid.uuid4()))
     context = ms_context.get_admin_context()
-    overrides = {'database': {'connection': url}, 'api_database': {'connection': url}}
-    with common.overrides(conf, overrides):
-        engines.dispose_all()
-        engines.configure(conf)
+    with databases.in_use(conf, url):
         cold, full, unchanged = [], [], []
         for attempt in range(repeats + 1):  # the first build also creates the engines: untimed
             hm = _host_manager(conf)
@@ -72,7 +68,6 @@ def run_backend(conf, url, hosts, repeats):
         _update_one_node(url, host, before + 12345)
         changed = _timed(hm.refresh, context)
         after = hm.host_state_map[(host, host)].free_ram_mb
-        engines.dispose_all()
     return {'built': built, 'cold': cold, 'full': full, 'unchanged': unchanged,
             'changed': changed, 'fresh': after == before + 12345,
             'freshness': '%s free_ram_mb %d -> %d' % (host, before, after)}
