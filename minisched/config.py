@@ -13,11 +13,22 @@ CONF = ms_conf.CONF
 
 _log_registered = False
 
+#: oslo.log's default levels, plus: alembic (1.17 and later) logs at INFO each plugin it sets
+#: up when ``alembic.command`` is first imported, which says nothing to an operator.
+DEFAULT_LOG_LEVELS = logging.get_default_log_levels() + ['alembic.runtime.plugins=WARN']
+
+
+def set_lib_defaults():
+    """minisched's defaults of library options (also the sample config's, through the
+    ``oslo.config.opts.defaults`` entry point)."""
+    logging.set_defaults(default_log_levels=DEFAULT_LOG_LEVELS)
+
 
 def register_log_opts(conf):
     global _log_registered
     if not _log_registered:
         logging.register_options(conf)
+        set_lib_defaults()
         _log_registered = True
 
 

@@ -40,6 +40,9 @@ def test_demo_on_rabbitmq_boots_and_stops(tmp_path, transport_url):
     assert len(landed) == 4
     assert set(landed.values()) <= {'compute1', 'compute2', 'compute3'}
     assert 'Stopped.' in result.stdout
+    # The console is the demo's: no INFO or DEBUG log record of a library lands on it.
+    assert not re.search(r'^\d{4}-\d\d-\d\d \S+ \d+ (INFO|DEBUG) ',
+                         result.stdout + result.stderr, re.MULTILINE), result.stderr
     # every child service logged a clean stop and no traceback
     for name in ('conductor', 'scheduler', 'compute1'):
         log = (state_dir / ('%s.log' % name)).read_text()
