@@ -5,9 +5,12 @@ Categories and actions are oslo.config sub-commands, as in nova-manage:
 code; errors print one line on stderr.
 """
 import importlib
+import logging
 import sys
 
+import sqlalchemy as sa
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
 from minisched import config
@@ -40,6 +43,35 @@ def print_table(headers, rows, out=None):
 
 def _error(message):
     sys.stderr.write('%s\n' % message)
+
+
+#: What a database without a table says, by backend: SQLite's message, PostgreSQL's SQLSTATE
+#: (undefined_table) and MySQL/MariaDB's error number (ER_NO_SUCH_TABLE).
+_NO_SUCH_TABLE = {'sqlite': 'no such table', 'postgresql': '42P01', 'mysql': 1146}
+
+
+def _missing_table(exc):
+    if isinstance(exc, db_exc.DBNonExistentTable):
+        return True
+    # oslo.db wraps what it does not recognise (PostgreSQL's 'relation "x" does not exist')
+    # in a DBError around SQLAlchemy's exception, which carries the driver's.
+    orig = getattr(getattr(exc, 'inner_exception', None) or exc, 'orig', None)
+    if orig is None:
+        return False
+    code = getattr(orig, 'pgcode', None) or getattr(orig, 'sqlstate', None)
+    return (code == _NO_SUCH_TABLE['postgresql'] or
+            (orig.args[:1] == (_NO_SUCH_TABLE['mysql'],)) or
+            _NO_SUCH_TABLE['sqlite'] in str(orig))
+
+
+def db_error_line(exc):
+    """One line for an operator about a database error ``exc``: the driver's first line, and
+    what to run when the schema is not there."""
+    line = 'Database error: %s' % (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if _missing_table(exc):
+        line += (" (no minisched schema there yet? 'minisched-manage api_db sync' creates the "
+                 "API database's, 'minisched-manage db sync' a cell database's)")
+    return line
 
 
 class DbCommands:
@@ -191,6 +223,10 @@ def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     CONF.register_cli_opt(CATEGORY_OPT)
     config.parse_args(argv, init_rpc=False)
+    if not CONF.debug:
+        # oslo.db logs each DB error it wraps with a traceback (no logging is set up here, so
+        # Python prints it on stderr); main() reports the error in one line instead.
+        logging.getLogger('oslo_db.sqlalchemy.exc_filters').setLevel(logging.ERROR)
     objects.register_all()
     engines.configure(CONF)
     fn = CONF.category.action_fn
@@ -200,6 +236,10 @@ def main(argv=None):
         return fn(**kwargs) or 0
     except exception.MinischedException as exc:
         _error(exc.format_message())
+        return 1
+    except (db_exc.DBError, sa.exc.SQLAlchemyError) as exc:
+        # A database that cannot be reached or has no schema is an operator error: one line.
+        _error(db_error_line(exc))
         return 1
 
 

@@ -90,7 +90,7 @@ def _db_errors_as_exit_1(fn):
         try:
             return fn(*args, **kwargs)
         except (db_exc.DBError, sa.exc.SQLAlchemyError) as exc:
-            _error('Database error: %s' % str(exc).strip().splitlines()[0])
+            _error(manage.db_error_line(exc))
             return 1
     return wrapper
 

@@ -14,6 +14,8 @@ from minisched.db import engines
 from minisched.db.main import api as main_db
 from tests.functional import db_fixtures
 
+throwaway_db = db_fixtures.throwaway_db  # makes the fixture available in this module
+
 pytestmark = pytest.mark.functional
 
 TIMEOUT = 120
@@ -166,3 +168,20 @@ def test_cells_refuse_duplicates_and_delete_only_when_forced(deployment):
     back = dep.ok('cell2', 'cell', 'create', '--name', 'cell2', '--verbose').splitlines()[-1]
     assert "Creating host mapping for compute host 'h3'" in dep.ok(
         'cell1', 'cell', 'discover_hosts', '--cell_uuid', back, '--verbose')
+
+
+@pytest.mark.parametrize('throwaway_db', db_fixtures.SERVER_BACKENDS, indirect=True)
+def test_a_database_without_schema_is_one_line_naming_the_sync(throwaway_db, tmp_path):
+    """Each backend says "no such table" in its own way (SQLSTATE 42P01, error 1146): the
+    operator gets one line naming the command that creates the schema, not a traceback."""
+    conf = tmp_path / 'minisched.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\n[api_database]\nconnection = %s\n'
+                    '[database]\nconnection = %s\n' % (tmp_path, throwaway_db, throwaway_db))
+    for args in (('cell', 'list'), ('service', 'list')):
+        result = subprocess.run([shutil.which('minisched-manage'), '--config-file', str(conf)]
+                                + list(args), capture_output=True, text=True, timeout=TIMEOUT)
+        lines = [line for line in result.stderr.splitlines()
+                 if line.startswith('Database error: ')]
+        assert (result.returncode, result.stdout, len(lines)) == (1, '', 1), result.stderr
+        assert 'Traceback' not in result.stderr, result.stderr
+        assert "'minisched-manage api_db sync'" in lines[0], lines[0]

@@ -490,3 +490,27 @@ def test_server_delete_reports_each_and_waits(run, compute):
     assert out == ('Request to delete server %s has been accepted.\nDeleted 1 server(s).\n'
                    % uuids.a)
     assert err == 'Instance %s could not be found.\n' % uuids.nope
+
+
+# -- database errors ------------------------------------------------------------------------
+
+@pytest.mark.parametrize('args', [('service', 'list'), ('flavor', 'list'), ('cell', 'list'),
+                                  ('server', 'list')])
+def test_a_database_without_schema_is_one_line_naming_the_sync(run, tmp_path, monkeypatch,
+                                                               args):
+    monkeypatch.setattr(manage, 'EXTRA_CATEGORIES', CATEGORIES + ('cell',))
+    for name in (db_conf.MAIN_SQLITE, db_conf.API_SQLITE):  # files there, tables not
+        (tmp_path / 'state' / name).write_bytes(b'')
+    code, out, err = run(*args)
+    assert (code, out, err.count('\n')) == (1, '', 1), err
+    assert err.startswith('Database error: (sqlite3.OperationalError) no such table: ')
+    assert "'minisched-manage api_db sync'" in err and "'minisched-manage db sync'" in err
+
+
+def test_a_database_that_cannot_be_opened_is_one_line_without_the_sync_hint(run, tmp_path):
+    (tmp_path / 'minisched.conf').write_text(
+        '[database]\nconnection = sqlite:///%s\n' % (tmp_path / 'no' / 'such' / 'dir.db'))
+    code, out, err = run('service', 'list')
+    assert (code, out, err.count('\n')) == (1, '', 1), err
+    assert err.startswith('Database error: ') and 'unable to open database file' in err
+    assert 'sync' not in err
