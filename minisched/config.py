@@ -13,9 +13,10 @@ CONF = ms_conf.CONF
 
 _log_registered = False
 
-#: oslo.log's default levels, plus: alembic (1.17 and later) logs at INFO each plugin it sets
-#: up when ``alembic.command`` is first imported, which says nothing to an operator.
-DEFAULT_LOG_LEVELS = logging.get_default_log_levels() + ['alembic.runtime.plugins=WARN']
+#: oslo.log's default levels, plus alembic's at WARN: at INFO it logs each plugin it sets up
+#: when ``alembic.command`` is first imported (1.17 and later) and its migration context's
+#: set-up each time a service reads its schema revision, which say nothing to an operator.
+DEFAULT_LOG_LEVELS = logging.get_default_log_levels() + ['alembic=WARN']
 
 
 def set_lib_defaults():

@@ -27,6 +27,43 @@ def setup_service(argv=None):
     return CONF
 
 
+def check_schema(prog, database='main'):
+    """Exit with one line on stderr (as for a bad option) when the database this service
+    registers in has no minisched schema, or an older one than this code's: its workers would
+    otherwise fail at start and be started again, forever. A database that does not answer is
+    left to the service's own start-up (it may come back); a newer schema is logged and
+    accepted."""
+    from sqlalchemy import exc as sa_exc
+    from oslo_db import exception as db_exc
+
+    from minisched.db import migration
+    from minisched.objects import cell_mapping
+    url = engines.configured_url(database)
+    try:
+        current, head, known = migration.schema_status(url, database)
+    except (db_exc.DBError, sa_exc.SQLAlchemyError) as exc:
+        LOG.warning('Could not read the schema revision of %s: %s', cell_mapping.mask_url(url),
+                    (str(exc).strip().splitlines() or [type(exc).__name__])[0])
+        return
+    finally:
+        engines.dispose_all()  # no connection of this process's to hand down to its workers
+    sync = 'minisched-manage %s sync' % ('db' if database == 'main' else 'api_db')
+    where = '[%s] connection %s' % ('database' if database == 'main' else 'api_database',
+                                    cell_mapping.mask_url(url))
+    if current is None:
+        problem = '%s has no minisched schema: run \'%s\' first' % (where, sync)
+    elif not known:
+        LOG.warning('%s is at schema revision %s, which this minisched (newest %s) does not '
+                    'know: a newer release migrated it', where, current, head)
+        return
+    elif current != head:
+        problem = ('%s is at schema revision %s and this minisched needs %s: run \'%s\''
+                   % (where, current, head, sync))
+    else:
+        return
+    config.fail(prog, problem)
+
+
 def block_db_access(binary):
     """Make every DB call in this process fail loudly; objects go through the conductor."""
     from minisched.conductor import rpcapi as conductor_rpcapi

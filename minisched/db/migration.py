@@ -14,6 +14,7 @@ import os
 
 import alembic.command
 import alembic.config
+import alembic.script
 from alembic.runtime import migration as alembic_migration
 
 from minisched.db import engines
@@ -62,6 +63,17 @@ def db_version(url=None, database='main'):
     with _engine(url, database).connect() as connection:
         context = alembic_migration.MigrationContext.configure(connection, opts=options)
         return context.get_current_revision()
+
+
+def schema_status(url=None, database='main'):
+    """``(current, head, known)``: the revision ``database`` at ``url`` is at (None before the
+    first ``db_sync``), the newest revision of this code, and whether ``current`` is one of
+    this code's revisions (False for a schema migrated by a newer release)."""
+    current = db_version(url, database)
+    scripts = alembic.script.ScriptDirectory.from_config(alembic_config(database))
+    head = scripts.get_current_head()
+    known = current is None or current in {rev.revision for rev in scripts.walk_revisions()}
+    return current, head, known
 
 
 def run_migrations(alembic_context, metadata):

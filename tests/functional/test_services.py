@@ -121,3 +121,27 @@ def test_bad_config_values_exit_with_one_line_naming_the_option(tmp_path, transp
             assert len(lines) == 1 and option in lines[0], (option, lines)
     finally:
         cluster.stop_all()
+
+
+def test_a_database_without_or_behind_its_schema_stops_the_service_in_one_line(
+        tmp_path, transport_url):
+    """Without the check, each worker would fail at start and be started again, forever."""
+    from minisched.db import migration
+    cluster = base.Cluster(tmp_path, transport_url, 'sqlite:///%s/db.sqlite' % tmp_path)
+    try:
+        for expected in ("has no minisched schema: run 'minisched-manage db sync' first",
+                         "is at schema revision 8c1f4a2d9e01 and this minisched needs "):
+            started = [cluster.start_conductor(workers=2, wait=False),
+                       cluster.start_scheduler(wait=False)]
+            for process in started:
+                assert process.popen.wait(timeout=30) == 1
+                lines = process.log().strip().splitlines()
+                assert len(lines) == 1 and expected in lines[0], lines
+                assert '[database] connection sqlite:///' in lines[0], lines
+                del cluster.processes[process.name]  # exited: its name may start again
+            migration.db_sync(cluster.db_url, 'main', version='8c1f4a2d9e01')  # one behind
+        cluster.sync_db()  # at head: it starts
+        cluster.start_conductor()
+        assert 'schema' not in cluster.log('conductor')
+    finally:
+        cluster.stop_all()

@@ -39,6 +39,23 @@ def test_db_sync_is_idempotent(tmp_path, database):
 
 
 @pytest.mark.parametrize('database', ['main', 'api'])
+def test_schema_status_from_none_through_head_to_a_newer_release(tmp_path, database):
+    url = 'sqlite:///%s/%s.sqlite' % (tmp_path, database)
+    head = _head(database)
+    assert migration.schema_status(url, database) == (None, head, True)
+    scripts = ScriptDirectory.from_config(migration.alembic_config(database))
+    first = list(scripts.walk_revisions())[-1].revision  # walked newest first
+    migration.db_sync(url, database, version=first)
+    assert migration.schema_status(url, database) == (first, head, True)
+    migration.db_sync(url, database)
+    assert migration.schema_status(url, database) == (head, head, True)
+    table = migration.DATABASES[database]['version_table']
+    with engines.engine_for_url(url).begin() as conn:
+        conn.execute(sa.text('UPDATE %s SET version_num = :v' % table), {'v': 'f' * 12})
+    assert migration.schema_status(url, database) == ('f' * 12, head, False)
+
+
+@pytest.mark.parametrize('database', ['main', 'api'])
 def test_migrations_match_models(tmp_path, database):
     url = 'sqlite:///%s/%s.sqlite' % (tmp_path, database)
     migration.db_sync(url, database)
