@@ -36,11 +36,11 @@ def check_schema(prog, database='main'):
     from sqlalchemy import exc as sa_exc
     from oslo_db import exception as db_exc
 
-    from minisched.db import migration
+    from minisched.db import revisions
     from minisched.objects import cell_mapping
     url = engines.configured_url(database)
     try:
-        current, head, known = migration.schema_status(url, database)
+        current, head, known = revisions.status(engines.engine_for_url(url, database), database)
     except (db_exc.DBError, sa_exc.SQLAlchemyError) as exc:
         LOG.warning('Could not read the schema revision of %s: %s', cell_mapping.mask_url(url),
                     (str(exc).strip().splitlines() or [type(exc).__name__])[0])

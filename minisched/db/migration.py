@@ -7,33 +7,19 @@ current revision (None for an empty database). ``url=None`` means the URL given 
 
 Each database keeps its scripts in ``minisched/db/<database>/migrations`` (``env.py``,
 ``script.py.mako``, ``versions/``) and its revision in its own version table, so both schemas
-may even share one database without mistaking each other's revision for their own. To write a
+may even share one database without mistaking each other's revision for their own (both are
+listed in ``minisched.db.revisions``, which reads revisions without alembic). To write a
 new revision: ``alembic.command.revision(migration.alembic_config('main'), message='...')``.
 """
-import os
-
 import alembic.command
 import alembic.config
-import alembic.script
 from alembic.runtime import migration as alembic_migration
 
 from minisched.db import engines
+from minisched.db import revisions
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-DATABASES = {
-    'main': {'location': os.path.join(_HERE, 'main', 'migrations'),
-             'version_table': 'alembic_version'},
-    'api': {'location': os.path.join(_HERE, 'api', 'migrations'),
-            'version_table': 'alembic_version_api'},
-}
-
-
-def _database(database):
-    try:
-        return DATABASES[database]
-    except KeyError:
-        raise ValueError('database must be one of %s, not %r' % (sorted(DATABASES), database))
+DATABASES = revisions.DATABASES
+_database = revisions.settings
 
 
 def alembic_config(database, connection=None):
@@ -63,17 +49,6 @@ def db_version(url=None, database='main'):
     with _engine(url, database).connect() as connection:
         context = alembic_migration.MigrationContext.configure(connection, opts=options)
         return context.get_current_revision()
-
-
-def schema_status(url=None, database='main'):
-    """``(current, head, known)``: the revision ``database`` at ``url`` is at (None before the
-    first ``db_sync``), the newest revision of this code, and whether ``current`` is one of
-    this code's revisions (False for a schema migrated by a newer release)."""
-    current = db_version(url, database)
-    scripts = alembic.script.ScriptDirectory.from_config(alembic_config(database))
-    head = scripts.get_current_head()
-    known = current is None or current in {rev.revision for rev in scripts.walk_revisions()}
-    return current, head, known
 
 
 def run_migrations(alembic_context, metadata):

@@ -5,7 +5,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from minisched.db import engines, migration, utils
+from minisched.db import engines, migration, revisions, utils
 from minisched.db.api import models as api_models
 from minisched.db.main import models as main_models
 from tests.unit.db.conftest import make_conf
@@ -39,20 +39,40 @@ def test_db_sync_is_idempotent(tmp_path, database):
 
 
 @pytest.mark.parametrize('database', ['main', 'api'])
-def test_schema_status_from_none_through_head_to_a_newer_release(tmp_path, database):
-    url = 'sqlite:///%s/%s.sqlite' % (tmp_path, database)
-    head = _head(database)
-    assert migration.schema_status(url, database) == (None, head, True)
+def test_revisions_read_without_alembic_agree_with_alembic(tmp_path, database):
     scripts = ScriptDirectory.from_config(migration.alembic_config(database))
+    assert revisions.known(database) == (
+        _head(database), {script.revision for script in scripts.walk_revisions()})
+    url = 'sqlite:///%s/%s.sqlite' % (tmp_path, database)
+    engine = engines.engine_for_url(url)
+    head = _head(database)
+    assert revisions.status(engine, database) == (None, head, True)
     first = list(scripts.walk_revisions())[-1].revision  # walked newest first
     migration.db_sync(url, database, version=first)
-    assert migration.schema_status(url, database) == (first, head, True)
+    assert revisions.status(engine, database) == (first, head, True)
     migration.db_sync(url, database)
-    assert migration.schema_status(url, database) == (head, head, True)
+    assert revisions.status(engine, database) == (head, head, True)
+    assert migration.db_version(url, database) == head
     table = migration.DATABASES[database]['version_table']
-    with engines.engine_for_url(url).begin() as conn:
+    with engine.begin() as conn:
         conn.execute(sa.text('UPDATE %s SET version_num = :v' % table), {'v': 'f' * 12})
-    assert migration.schema_status(url, database) == ('f' * 12, head, False)
+    assert revisions.status(engine, database) == ('f' * 12, head, False)
+
+
+def test_revisions_refuse_scripts_that_are_not_one_line(tmp_path, monkeypatch):
+    versions = tmp_path / 'versions'
+    versions.mkdir()
+    (versions / '0001_a.py').write_text("revision = 'a'\ndown_revision = None\n")
+    (versions / '0002_b.py').write_text("revision = 'b'\ndown_revision = 'a'\n")
+    monkeypatch.setitem(revisions.DATABASES, 'test', {'location': str(tmp_path),
+                                                      'version_table': 'v'})
+    revisions.known.cache_clear()
+    assert revisions.known('test') == ('b', {'a', 'b'})
+    (versions / '0003_c.py').write_text("revision = 'c'\ndown_revision = 'a'\n")  # a branch
+    revisions.known.cache_clear()
+    with pytest.raises(RuntimeError, match='not one line'):
+        revisions.known('test')
+    revisions.known.cache_clear()
 
 
 @pytest.mark.parametrize('database', ['main', 'api'])
