@@ -1,4 +1,5 @@
-"""minisched-manage: the operator's tool (database, services; cells and scheduling follow).
+"""minisched-manage: the operator's tool (schemas, services, cells, flavors, groups,
+aggregates, servers, scheduling, RPC checks).
 
 Categories and actions are oslo.config sub-commands, as in nova-manage:
 ``minisched-manage [--config-file F] CATEGORY ACTION [args]``. Each action returns its exit

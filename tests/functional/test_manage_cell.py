@@ -2,9 +2,7 @@
 database on PostgreSQL, cell1 on PostgreSQL and cell2 on MariaDB, each cell configured by its
 own config file (its ``[database] connection`` and ``transport_url``)."""
 import re
-import shutil
 import subprocess
-import sys
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +10,7 @@ import sqlalchemy as sa
 from minisched import context as ms_context
 from minisched.db import engines
 from minisched.db.main import api as main_db
+from tests.functional import base
 from tests.functional import db_fixtures
 
 throwaway_db = db_fixtures.throwaway_db  # makes the fixture available in this module
@@ -21,21 +20,11 @@ pytestmark = pytest.mark.functional
 TIMEOUT = 120
 CELL0 = '00000000-0000-0000-0000-000000000000'
 
-#: Runs ``manage.main`` with the ``cell`` category enabled, for as long as the console script
-#: does not list it yet (``manage.EXTRA_CATEGORIES``).
-_SHIM = ("import sys; from minisched.cmd import manage; "
-         "manage.EXTRA_CATEGORIES = tuple(manage.EXTRA_CATEGORIES) + ('cell',); "
-         "sys.exit(manage.main(['minisched-manage'] + sys.argv[1:]))")
 
 
 def _manage_command():
-    script = shutil.which('minisched-manage')
-    if script and subprocess.run([script, 'cell', '--help'], capture_output=True,
-                                 timeout=TIMEOUT).returncode == 0:
-        return [script]
-    sys.stderr.write('*** minisched-manage has no "cell" category yet: running manage.main '
-                     'through a shim that enables it ***\n')
-    return [sys.executable, '-c', _SHIM]
+    """The installed console script, as an operator runs it."""
+    return [base.script('minisched-manage')]
 
 
 class Deployment:
@@ -178,8 +167,8 @@ def test_a_database_without_schema_is_one_line_naming_the_sync(throwaway_db, tmp
     conf.write_text('[DEFAULT]\nstate_path = %s\n[api_database]\nconnection = %s\n'
                     '[database]\nconnection = %s\n' % (tmp_path, throwaway_db, throwaway_db))
     for args in (('cell', 'list'), ('service', 'list')):
-        result = subprocess.run([shutil.which('minisched-manage'), '--config-file', str(conf)]
-                                + list(args), capture_output=True, text=True, timeout=TIMEOUT)
+        result = subprocess.run(_manage_command() + ['--config-file', str(conf)] + list(args),
+                                capture_output=True, text=True, timeout=TIMEOUT)
         lines = [line for line in result.stderr.splitlines()
                  if line.startswith('Database error: ')]
         assert (result.returncode, result.stdout, len(lines)) == (1, '', 1), result.stderr

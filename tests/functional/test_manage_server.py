@@ -6,12 +6,10 @@ Each test's cluster gets a vhost of its own, made and deleted with rabbitmqctl
 (``base.make_vhost``; ``MINISCHED_TEST_RABBITMQCTL`` says how to reach it): topic queues such
 as ``conductor`` are named by topic alone, so clusters sharing a vhost would take each other's
 messages. Without a broker, or without a vhost of its own, a test skips (fails under
-``CI=true``). ``EXTRA_CATEGORIES`` is extended by a shim for as long as ``manage.py`` does not
-list these categories itself.
+``CI=true``).
 """
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -20,10 +18,6 @@ from tests.functional import resilience
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(240)]
 
-CATEGORIES = ('flavor', 'group', 'aggregate', 'server', 'scheduler')
-_SHIM = ("import sys; from minisched.cmd import manage; "
-         "manage.EXTRA_CATEGORIES = tuple(dict.fromkeys(tuple(manage.EXTRA_CATEGORIES) + %r)); "
-         "sys.exit(manage.main(['minisched-manage'] + sys.argv[1:]))" % (CATEGORIES,))
 COMPUTES = {
     'small': {'vcpus': 2, 'memory_mb': 2048, 'local_gb': 20},
     'big': {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 80},
@@ -33,9 +27,9 @@ TIMEOUT = 120
 
 def manage(cluster, *args, expect=0):
     """``(stdout, stderr)`` of ``minisched-manage *args``; its exit code must be ``expect``."""
-    result = subprocess.run([sys.executable, '-c', _SHIM, '--config-file', cluster.conf_file] +
-                            [str(a) for a in args], capture_output=True, text=True,
-                            timeout=TIMEOUT)
+    result = subprocess.run([base.script('minisched-manage'), '--config-file',
+                             cluster.conf_file] + [str(a) for a in args],
+                            capture_output=True, text=True, timeout=TIMEOUT)
     assert result.returncode == expect, 'minisched-manage %s exited %d:\n%s%s' % (
         ' '.join(map(str, args)), result.returncode, result.stdout, result.stderr)
     return result.stdout, result.stderr
