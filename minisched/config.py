@@ -48,7 +48,10 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     except cfg.Error as exc:
         fail(prog, str(exc).splitlines()[0])
     if init_rpc:
-        rpc.init(CONF)
+        try:
+            rpc.init(CONF)
+        except rpc.TransportURLError as exc:
+            fail(prog, str(exc))
     check_values(CONF, prog)
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 
 import oslo_messaging as messaging
+from oslo_config import cfg
 from oslo_messaging.rpc import dispatcher
 from oslo_messaging.rpc import server as rpc_server
 from oslo_serialization import jsonutils
@@ -34,16 +35,56 @@ def set_defaults(control_exchange=CONTROL_EXCHANGE):
     messaging.set_transport_defaults(control_exchange)
 
 
+class TransportURLError(ValueError):
+    """A transport URL oslo.messaging cannot use; the message names the option it came from
+    (never the URL, which may hold a password)."""
+
+    def __init__(self, option, reason):
+        super().__init__('invalid value for %s: %s' % (option, reason))
+        self.option = option
+
+
+def _transport(factory, conf, url, option):
+    # stevedore warns "Could not load <driver>" before oslo.messaging raises: the error below
+    # says it with the option's name, in the one line a bad option gets.
+    stevedore_log = logging.getLogger('stevedore.named')
+    level = stevedore_log.level
+    stevedore_log.setLevel(logging.ERROR)
+    try:
+        return factory(conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+    except (messaging.InvalidTransportURL, messaging.DriverLoadFailure, ValueError) as exc:
+        # ValueError: a port that is not a number, among others.
+        raise TransportURLError('the transport URL given' if url else option(), exc) from exc
+    finally:
+        stevedore_log.setLevel(level)
+
+
+def _notifications_option(conf):
+    """Where the notification transport's URL came from (its option is registered by
+    ``get_notification_transport`` before it parses the URL)."""
+    try:
+        own = conf.oslo_messaging_notifications.transport_url
+    except cfg.NoSuchOptError:
+        own = None
+    return ('[oslo_messaging_notifications] transport_url' if own else
+            '[DEFAULT] transport_url')
+
+
 def init(conf, url=None):
     """Create the process's transports and notifier from ``conf`` (``url`` overrides
-    ``transport_url``, e.g. ``fake://`` in tests)."""
+    ``transport_url``, e.g. ``fake://`` in tests). Raises TransportURLError for a URL
+    oslo.messaging cannot use, and then changes nothing."""
     global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, _CONF, _URL
-    _CONF = conf
-    TRANSPORT = messaging.get_rpc_transport(conf, url=url,
-                                            allowed_remote_exmods=ALLOWED_EXMODS)
+    transport = _transport(messaging.get_rpc_transport, conf, url,
+                           lambda: '[DEFAULT] transport_url')
+    try:
+        notification_transport = _transport(messaging.get_notification_transport, conf, url,
+                                             lambda: _notifications_option(conf))
+    except TransportURLError:
+        transport.cleanup()
+        raise
+    _CONF, TRANSPORT, NOTIFICATION_TRANSPORT = conf, transport, notification_transport
     _URL = url or conf.transport_url  # registered by get_rpc_transport
-    NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
-        conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
     serializer = RequestContextSerializer(JsonPayloadSerializer())
     if not conf.oslo_messaging_notifications.driver:
         NOTIFIER = messaging.Notifier(NOTIFICATION_TRANSPORT, serializer=serializer,

@@ -27,17 +27,19 @@ def setup_service(argv=None):
     return CONF
 
 
-def check_schema(prog, database='main'):
-    """Exit with one line on stderr (as for a bad option) when the database this service
-    registers in has no minisched schema, or an older one than this code's: its workers would
-    otherwise fail at start and be started again, forever. A database that does not answer is
-    left to the service's own start-up (it may come back); a newer schema is logged and
-    accepted."""
+def check_database(prog, database='main'):
+    """Exit with one line on stderr (as for a bad option) when a configured database URL is
+    one SQLAlchemy cannot use, or when the database this service registers in has no
+    minisched schema or an older one than this code's: its workers would otherwise fail at
+    start and be started again, forever. A database that does not answer is left to the
+    service's own start-up (it may come back); a newer schema is logged and accepted."""
     from sqlalchemy import exc as sa_exc
     from oslo_db import exception as db_exc
 
     from minisched.db import revisions
     from minisched.objects import cell_mapping
+    for problem in engines.configured_url_problems():
+        config.fail(prog, problem)
     url = engines.configured_url(database)
     try:
         current, head, known = revisions.status(engines.engine_for_url(url, database), database)

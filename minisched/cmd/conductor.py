@@ -10,7 +10,7 @@ from minisched import service
 
 def main(argv=None):
     conf = common.setup_service(argv)
-    common.check_schema('minisched-conductor')
+    common.check_database('minisched-conductor')
     server = service.Service.create(conf, binary='minisched-conductor', topic='conductor',
                                     manager_class=manager.ConductorManager)
     workers = conf.conductor.workers or processutils.get_worker_count()

@@ -230,6 +230,8 @@ def main(argv=None):
         logging.getLogger('oslo_db.sqlalchemy.exc_filters').setLevel(logging.ERROR)
     objects.register_all()
     engines.configure(CONF)
+    for problem in engines.configured_url_problems():
+        config.fail(argv[0].rsplit('/', 1)[-1], problem)
     fn = CONF.category.action_fn
     kwargs = {name: getattr(CONF.category, 'action_kwarg_' + name)
               for name in CONF.category.action_kwargs}

@@ -21,7 +21,7 @@ def _workers(conf):
 
 def main(argv=None):
     conf = common.setup_service(argv)
-    common.check_schema('minisched-scheduler')
+    common.check_database('minisched-scheduler')
     try:
         server = service.Service.create(conf, binary='minisched-scheduler', topic='scheduler',
                                         manager_class=manager.SchedulerManager)

@@ -86,6 +86,29 @@ def configured_url(database):
     return url
 
 
+#: Where each database's URL is configured, for messages.
+OPTIONS = {MAIN: '[database] connection', API: '[api_database] connection'}
+
+
+def url_problem(url):
+    """Why SQLAlchemy could not use ``url`` (unparsable, unknown dialect or driver, the
+    driver not installed, a port that is not a number), or None; the URL is not in it."""
+    try:
+        dialect = sa_url.make_url(url).get_dialect()  # a bad port fails here too
+        dialect.import_dbapi()  # the driver module: psycopg2, pymysql, sqlite3...
+    except (sa.exc.ArgumentError, ImportError, ValueError) as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return None
+
+
+def configured_url_problems():
+    """``['invalid value for <option>: <why>']`` for each configured URL SQLAlchemy could
+    not use (see :func:`url_problem`); empty when both are usable."""
+    return ['invalid value for %s: %s' % (OPTIONS[database], problem)
+            for database in (MAIN, API)
+            for problem in [url_problem(configured_url(database))] if problem]
+
+
 def check_allowed():
     """Raise DBNotAllowed in a process that ``block_db_access`` closed to databases."""
     binary = _blocked['binary']

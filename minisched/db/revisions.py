@@ -1,7 +1,7 @@
 """Which schema revision a database is at, and which this code knows, without alembic.
 
 The services check their database's revision before they start their workers
-(``minisched.cmd.common.check_schema``). Importing alembic for that would cost every worker
+(``minisched.cmd.common.check_database``). Importing alembic for that would cost every worker
 about 10 MB of resident memory inherited from its parent, so this module reads the revision
 table with SQLAlchemy and this code's revisions from the migration scripts' source (their
 ``revision`` and ``down_revision`` assignments, parsed, not executed). ``minisched.db.migration``

@@ -104,7 +104,7 @@ def test_compute_never_opens_a_database_connection(cluster):
 
 
 def test_bad_config_values_exit_with_one_line_naming_the_option(tmp_path, transport_url):
-    # No database or broker is reached: parsing fails first. The three start in parallel.
+    # No database or broker is reached: parsing fails first. The five start in parallel.
     cluster = base.Cluster(tmp_path, transport_url, 'sqlite:///%s/unused.sqlite' % tmp_path)
     try:
         cases = {
@@ -114,6 +114,12 @@ def test_bad_config_values_exit_with_one_line_naming_the_option(tmp_path, transp
                 'c1', conf={'fake_driver': {'vcpus': 'lots'}}, wait=False),
             '[DEFAULT] report_interval': cluster.start_compute(
                 'c2', conf={'DEFAULT': {'report_interval': 'soon'}}, wait=False),
+            # oslo.messaging cannot load a driver for it (stevedore's own warning is hushed).
+            '[DEFAULT] transport_url': cluster.start_compute(
+                'c3', conf={'DEFAULT': {'transport_url': 'nosuchbus://host/'}}, wait=False),
+            # SQLAlchemy has no such dialect: checked before any worker starts.
+            '[database] connection': cluster.start_scheduler(
+                conf={'database': {'connection': 'nosuchdb://host/db'}}, wait=False),
         }
         for option, process in cases.items():
             assert process.popen.wait(timeout=30) != 0, option

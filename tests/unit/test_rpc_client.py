@@ -150,3 +150,38 @@ class TestCallThreads(base.TestCase):
             self.assertEqual(index, client.call(context.get_admin_context(), 'echo',
                                                 value=index))
         self.assertEqual(1, self._threads())
+
+
+class TestTransportURLs(base.TestCase):
+    """rpc.init names the option of a URL oslo.messaging cannot use, and changes nothing."""
+
+    def _init(self, overrides):
+        from oslo_config import cfg
+        conf = cfg.ConfigOpts()
+        conf([], project='minisched-test', default_config_files=[], default_config_dirs=[])
+        messaging.get_rpc_transport(conf, url='fake://').cleanup()  # registers the options
+        messaging.get_notification_transport(conf, url='fake://').cleanup()
+        for (group, name), value in overrides.items():
+            conf.set_override(name, value, group=group)
+        before = (rpc.TRANSPORT, rpc.NOTIFICATION_TRANSPORT, rpc.NOTIFIER)
+        with self.assertRaises(rpc.TransportURLError) as caught:
+            rpc.init(conf)
+        self.assertEqual(before, (rpc.TRANSPORT, rpc.NOTIFICATION_TRANSPORT, rpc.NOTIFIER))
+        return str(caught.exception)
+
+    def test_a_url_without_scheme(self):
+        self.assertEqual('invalid value for [DEFAULT] transport_url: No scheme specified',
+                         self._init({(None, 'transport_url'): 'broker-host'}))
+
+    def test_a_driver_that_does_not_exist(self):
+        message = self._init({(None, 'transport_url'): 'nosuchbus://u:secret@host/'})
+        self.assertTrue(message.startswith('invalid value for [DEFAULT] transport_url: '
+                                           'Failed to load transport driver "nosuchbus"'))
+        self.assertNotIn('secret', message)
+
+    def test_the_notifications_url_is_named_when_it_is_the_bad_one(self):
+        message = self._init({(None, 'transport_url'): 'fake://',
+                                ('oslo_messaging_notifications', 'transport_url'):
+                                'rabbit://u:secret@host:fivesixsevenfive/'})
+        self.assertEqual("invalid value for [oslo_messaging_notifications] transport_url: "
+                         "invalid literal for int() with base 10: 'fivesixsevenfive'", message)

@@ -514,3 +514,15 @@ def test_a_database_that_cannot_be_opened_is_one_line_without_the_sync_hint(run,
     assert (code, out, err.count('\n')) == (1, '', 1), err
     assert err.startswith('Database error: ') and 'unable to open database file' in err
     assert 'sync' not in err
+
+
+def test_a_database_url_sqlalchemy_cannot_use_exits_1_naming_the_option(run, tmp_path,
+                                                                         capsys):
+    (tmp_path / 'minisched.conf').write_text(
+        '[api_database]\nconnection = nosuchdb://u:secret@host/db\n')
+    with pytest.raises(SystemExit) as caught:
+        run('flavor', 'list')
+    err = capsys.readouterr().err
+    assert caught.value.code == 1 and err.count('\n') == 1, err
+    assert err == ("minisched-manage: error: invalid value for [api_database] connection: "
+                   "Can't load plugin: sqlalchemy.dialects:nosuchdb\n")

@@ -5,6 +5,7 @@ import os
 from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.dialects.sqlite import pysqlite
 
 from minisched import context as ms_context
 from minisched import exception
@@ -135,3 +136,45 @@ def test_sqlite_file_moved_or_replaced_is_reopened(tmp_path):
     os.remove(path)
     with pytest.raises(db_exc.DBNonExistentTable):
         _value(engine)  # as a fresh connection sees a missing file: an empty database
+
+
+class _DialectWithoutDriver(pysqlite.SQLiteDialect_pysqlite):
+    """A dialect whose driver module is not installed (as mysql+mysqldb without
+    mysqlclient): registered below as ``sqlite+nodriver``."""
+
+    @classmethod
+    def import_dbapi(cls):
+        import minisched_no_such_driver  # noqa: F401
+        return minisched_no_such_driver
+
+
+sa.dialects.registry.register('sqlite.nodriver', __name__, '_DialectWithoutDriver')
+
+
+@pytest.mark.parametrize('url, problem', [
+    ('sqlite:////tmp/x.sqlite', None),
+    ('postgresql+psycopg2://u:secret@host/db', None),
+    ('mysql+pymysql://u:secret@host/db', None),
+    ('nosuchdb://u:secret@host/db', "Can't load plugin: sqlalchemy.dialects:nosuchdb"),
+    ('mysql+nosuchdriver://u:secret@host/db',
+     "Can't load plugin: sqlalchemy.dialects:mysql.nosuchdriver"),
+    ('sqlite+nodriver://u:secret@host/db', "No module named 'minisched_no_such_driver'"),
+    ('postgresql://u:secret@host:fivefour/db', "invalid literal for int() with base 10: "
+                                               "'fivefour'"),
+    ('not a url', 'Could not parse SQLAlchemy URL from given URL string'),
+])
+def test_url_problem_says_why_without_the_url(url, problem):
+    assert engines.url_problem(url) == problem
+    assert 'secret' not in (problem or '')
+
+
+def test_configured_url_problems_name_the_option(tmp_path):
+    conf = make_conf(tmp_path)
+    conf.set_override('connection', 'nosuchdb://host/db', group='api_database')
+    try:
+        engines.configure(conf)
+        assert engines.configured_url_problems() == [
+            "invalid value for [api_database] connection: Can't load plugin: "
+            "sqlalchemy.dialects:nosuchdb"]
+    finally:
+        conf.clear_override('connection', group='api_database')
