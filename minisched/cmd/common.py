@@ -50,8 +50,7 @@ def check_database(prog, database='main'):
     finally:
         engines.dispose_all()  # no connection of this process's to hand down to its workers
     sync = 'minisched-manage %s sync' % ('db' if database == 'main' else 'api_db')
-    where = '[%s] connection %s' % ('database' if database == 'main' else 'api_database',
-                                    cell_mapping.mask_url(url))
+    where = '%s %s' % (engines.OPTIONS[database], cell_mapping.mask_url(url))
     if current is None:
         problem = '%s has no minisched schema: run \'%s\' first' % (where, sync)
     elif not known:

@@ -80,7 +80,7 @@ def status(engine, database):
     """``(current, head, known)``: the revision of ``database`` behind ``engine`` (None before
     the first sync), this code's newest, and whether ``current`` is one of this code's
     (False for a schema a newer release migrated)."""
-    head, revisions = known(database)
+    head, ours = known(database)
     with engine.connect() as connection:
         revision = current(connection, database)
-    return revision, head, revision is None or revision in revisions
+    return revision, head, revision is None or revision in ours
