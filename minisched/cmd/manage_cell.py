@@ -152,6 +152,16 @@ class CellCommands:
               '[database]/connection %s' % cell_mapping_obj.mask_url(_local_db_url()))
         return _local_db_url()
 
+    @staticmethod
+    def _unusable_database_connection(database_connection):
+        """True (after saying why) when SQLAlchemy could not use the URL once formatted: an
+        unknown dialect or driver, a driver not installed, a bad port. Whether the server
+        answers is not checked: a cell may be mapped before its database is up."""
+        problem = engines.url_problem(format_url(database_connection, _local_db_url()))
+        if problem:
+            _error('Invalid database connection: %s' % problem)
+        return problem is not None
+
     def _non_unique_transport_url_database_connection_checker(self, ctxt, cell_mapping,
                                                               transport_url,
                                                               database_connection):
@@ -181,12 +191,15 @@ class CellCommands:
 
     @_db_errors_as_exit_1
     def map_cell0(self, database_connection=None):
-        """Create the cell0 mapping (idempotent); returns 0 when created or already there.
+        """Create the cell0 mapping (idempotent); returns 0 when created or already there, 1
+        for a ``--database_connection`` SQLAlchemy cannot use.
 
         cell0 holds the instances that could not be scheduled to any cell. Without
         ``--database_connection`` its database is the main one's with ``_cell0`` appended to
         the database name.
         """
+        if database_connection and self._unusable_database_connection(database_connection):
+            return 1
         try:
             self._map_cell0(database_connection)
         except exception.CellMappingExists:
@@ -307,14 +320,16 @@ class CellCommands:
                     verbose=False, disabled=False):
         """Add a cell mapping; URLs default to the local ones. ``--verbose`` prints its uuid.
 
-        Exit 1 without a valid transport URL; 2 when another cell has the same transport or
-        database URL.
+        Exit 1 without a valid transport URL or with a database URL SQLAlchemy cannot use; 2
+        when another cell has the same transport or database URL.
         """
         ctxt = context.get_admin_context()
         transport_url = self._validate_transport_url(transport_url)
         if not transport_url:
             return 1
         database_connection = self._validate_database_connection(database_connection)
+        if self._unusable_database_connection(database_connection):
+            return 1
         if self._non_unique_transport_url_database_connection_checker(
                 ctxt, None, transport_url, database_connection):
             return 2
@@ -392,7 +407,8 @@ class CellCommands:
         after a restart, and the state after a SIGHUP of the scheduler).
 
         As in Nova, a URL not given is taken from the configuration file when set there.
-        Exit 1: no such cell; 2: the update failed; 3: another cell has the same transport or
+        Exit 1: no such cell; 2: the update failed (or the database URL is one SQLAlchemy
+        cannot use); 3: another cell has the same transport or
         database URL; 4: both ``--disable`` and ``--enable``; 5: enabling or disabling cell0.
         """
         ctxt = context.get_admin_context()
@@ -405,6 +421,8 @@ class CellCommands:
             cell.name = name
         transport_url = self._validate_transport_url(transport_url, warn_about_none=False)
         db_connection = self._validate_database_connection(db_connection, use_default=False)
+        if db_connection and self._unusable_database_connection(db_connection):
+            return 2
         if self._non_unique_transport_url_database_connection_checker(
                 ctxt, cell, transport_url, db_connection):
             return 3

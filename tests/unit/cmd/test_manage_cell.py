@@ -143,6 +143,24 @@ def test_create_prints_uuid_only_when_verbose_and_list_masks_passwords(env):
     assert 'rabbit://u:pw@mq:5672/c2' in env.ok('list_cells', '--verbose')
 
 
+def test_database_urls_sqlalchemy_cannot_use_are_refused_and_change_nothing(env):
+    """An unknown dialect or a driver that is not installed would only show when a service
+    reads the cell: say so now (whether the server answers is not checked)."""
+    bad = 'nosuchdb://u:secret@db/cell2'
+    why = "Invalid database connection: Can't load plugin: sqlalchemy.dialects:nosuchdb\n"
+    assert env.run('create', '--name', 'cell2', '--transport-url', 'rabbit://mq/c2',
+                   '--database_connection', bad)[::2] == (1, why)
+    assert env.run('map_cell0', '--database_connection', bad)[::2] == (1, why)
+    assert env.cells() == {}
+    cell2 = env.create('--name', 'cell2', '--transport-url', 'rabbit://mq/c2',
+                       '--database_connection', env.cell2_url)
+    assert env.run('update_cell', '--cell_uuid', cell2, '--database_connection', bad,
+                   '--transport-url', 'rabbit://mq/c2')[::2] == (2, why)
+    assert env.cells()['cell2']['database_connection'] == env.cell2_url
+    # A server that does not answer is fine: the cell may be mapped before its database is up.
+    env.ok('map_cell0', '--database_connection', 'postgresql+psycopg2://u:p@nowhere/cell0')
+
+
 def test_create_defaults_to_the_local_config(env):
     rc, out, err = env.run('create_cell', '--name', 'cell1', '--verbose')
     assert rc == 0 and err == ''
@@ -241,8 +259,8 @@ def test_map_cell0_puts_the_default_sqlite_file_beside_the_embedded_main_one(env
 
 
 def test_map_cell0_takes_the_given_database(env):
-    env.ok('map_cell0', '--database_connection', 'postgresql://u:p@db/cell0')
-    assert env.cells()['cell0']['database_connection'] == 'postgresql://u:p@db/cell0'
+    env.ok('map_cell0', '--database_connection', 'postgresql+psycopg2://u:p@db/cell0')
+    assert env.cells()['cell0']['database_connection'] == 'postgresql+psycopg2://u:p@db/cell0'
 
 
 # -- discover_hosts -------------------------------------------------------------------------------

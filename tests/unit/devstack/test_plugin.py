@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from minisched.db import engines
+
 REPO = Path(__file__).resolve().parents[3]
 DEVSTACK = REPO / 'devstack'
 SCRIPTS = [DEVSTACK / 'plugin.sh', DEVSTACK / 'settings', DEVSTACK / 'lib' / 'minisched']
@@ -427,8 +429,10 @@ def test_sqlite_backend_needs_no_database_server(ds):
 
 def test_postgresql_backend(ds):
     ds.run('stack install', 'stack post-config', DATABASE_TYPE='postgresql')
-    assert ds.ini(ds.conf)['database']['connection'] == (
-        'postgresql://root:secretdb@127.0.0.1/minisched_cell1?client_encoding=utf8')
+    # DevStack's postgresql:// would mean psycopg 3 to SQLAlchemy 2.1: the driver is named.
+    url = 'postgresql+psycopg2://root:secretdb@127.0.0.1/minisched_cell1?client_encoding=utf8'
+    assert ds.ini(ds.conf)['database']['connection'] == url
+    assert engines.url_problem(url) is None
 
 
 @pytest.mark.parametrize('env, message', [
