@@ -13,7 +13,6 @@ connection`` (database URLs) or ``[DEFAULT] transport_url`` (transport URLs), so
 can use its own credentials. The template is stored; :func:`format_url` formats it where the
 URL is used.
 """
-import functools
 import logging
 import os
 import sys
@@ -81,18 +80,6 @@ def _for_db_access(cell):
 
 def _error(message):
     sys.stderr.write('%s\n' % message)
-
-
-def _db_errors_as_exit_1(fn):
-    """A database that cannot be reached is an operator error: one line, exit 1."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (db_exc.DBError, sa.exc.SQLAlchemyError) as exc:
-            _error(manage.db_error_line(exc))
-            return 1
-    return wrapper
 
 
 def _cell0_default_connection():
@@ -189,7 +176,6 @@ class CellCommands:
         cell0.create()
         return cell0
 
-    @_db_errors_as_exit_1
     def map_cell0(self, database_connection=None):
         """Create the cell0 mapping (idempotent); returns 0 when created or already there, 1
         for a ``--database_connection`` SQLAlchemy cannot use.
@@ -238,7 +224,6 @@ class CellCommands:
             except exception.InstanceMappingExists:
                 continue
 
-    @_db_errors_as_exit_1
     def simple_cell_setup(self, transport_url=None):
         """Map cell0 (and sync its schema) and the cell of the local ``[database]``, with its
         hosts and instances.
@@ -270,7 +255,6 @@ class CellCommands:
 
     # -- hosts ------------------------------------------------------------------------------------
 
-    @_db_errors_as_exit_1
     def discover_hosts(self, cell_uuid=None, verbose=False, strict=False, by_service=False):
         """Map the compute hosts of every cell (or of one) that are not mapped yet.
 
@@ -295,7 +279,6 @@ class CellCommands:
             return int(not hosts)
         return 0
 
-    @_db_errors_as_exit_1
     def list_hosts(self, cell_uuid=None):
         """List the host mappings of every cell, or of one (exit 1: no such cell)."""
         ctxt = context.get_admin_context()
@@ -315,7 +298,6 @@ class CellCommands:
 
     # -- cells ------------------------------------------------------------------------------------
 
-    @_db_errors_as_exit_1
     def create_cell(self, name=None, database_connection=None, transport_url=None,
                     verbose=False, disabled=False):
         """Add a cell mapping; URLs default to the local ones. ``--verbose`` prints its uuid.
@@ -341,7 +323,6 @@ class CellCommands:
             print(cell.uuid)
         return 0
 
-    @_db_errors_as_exit_1
     def list_cells(self, verbose=False):
         """List the cells, their (formatted) URLs with passwords masked unless ``--verbose``."""
         cells = cell_mapping_obj.CellMappingList.get_all(context.get_admin_context())
@@ -353,7 +334,6 @@ class CellCommands:
                             'Disabled'], rows)
         return 0
 
-    @_db_errors_as_exit_1
     def delete_cell(self, cell_uuid, force=False):
         """Delete an empty cell; ``--force`` also deletes its host mappings and the instance
         mappings of its deleted instances.
@@ -400,7 +380,6 @@ class CellCommands:
         cell.destroy()
         return 0
 
-    @_db_errors_as_exit_1
     def update_cell(self, cell_uuid, name=None, transport_url=None, db_connection=None,
                     disable=False, enable=False):
         """Change a cell's name, URLs or disabled state (running services see new URLs only
