@@ -6,6 +6,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from minisched import conf as ms_conf
+from minisched import exception
 from minisched import rpc
 from minisched import version
 
@@ -82,9 +83,6 @@ def check_values(conf, prog):
 
 
 def _first_line(exc):
-    text = str(exc).strip()
-    if not text:
-        return exc.__class__.__name__
     # oslo.config says "from LocationInfo(location=..., detail='/etc/x.conf')": name the file.
-    text = re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)", r'in \1', text)
-    return text.splitlines()[0]
+    return re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)", r'in \1',
+                  exception.first_line(exc))

@@ -4,6 +4,13 @@ import logging
 LOG = logging.getLogger(__name__)
 
 
+def first_line(exc):
+    """The first line of ``exc``'s message, or its class name when it has none: what an
+    operator's one-line error says of a library's exception."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class MinischedException(Exception):
     """Base exception: formats ``msg_fmt`` with the keyword arguments it was given."""
 

@@ -6,6 +6,7 @@ from oslo_reports import guru_meditation_report as gmr
 from oslo_reports import opts as gmr_opts
 
 from minisched import config
+from minisched import exception
 from minisched.db import engines
 from minisched import objects
 from minisched.objects import base as objects_base
@@ -45,7 +46,7 @@ def check_database(prog, database='main'):
         current, head, known = revisions.status(engines.engine_for_url(url, database), database)
     except (db_exc.DBError, sa_exc.SQLAlchemyError) as exc:
         LOG.warning('Could not read the schema revision of %s: %s', cell_mapping.mask_url(url),
-                    (str(exc).strip().splitlines() or [type(exc).__name__])[0])
+                    exception.first_line(exc))
         return
     finally:
         engines.dispose_all()  # no connection of this process's to hand down to its workers

@@ -68,7 +68,7 @@ def _missing_table(exc):
 def db_error_line(exc):
     """One line for an operator about a database error ``exc``: the driver's first line, and
     what to run when the schema is not there."""
-    line = 'Database error: %s' % (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    line = 'Database error: %s' % exception.first_line(exc)
     if _missing_table(exc):
         line += (" (no minisched schema there yet? 'minisched-manage api_db sync' creates the "
                  "API database's, 'minisched-manage db sync' a cell database's)")

@@ -97,7 +97,7 @@ def url_problem(url):
         dialect = sa_url.make_url(url).get_dialect()  # a bad port fails here too
         dialect.import_dbapi()  # the driver module: psycopg2, pymysql, sqlite3...
     except (sa.exc.ArgumentError, ImportError, ValueError) as exc:
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return exception.first_line(exc)
     return None
 
 
