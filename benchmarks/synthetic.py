@@ -87,6 +87,8 @@ def write_db(main_url, pairs, api_url=None, cell_uuid=None, transport_url='none:
     With ``api_url``: also a cell mapping (``cell_uuid``, pointing at ``main_url``; created
     once) and one host mapping per host, so every host is schedulable. Both schemas must exist
     (``minisched.db.migration.db_sync``). ``first_index`` offsets ids for a second batch.
+
+    The tables are analyzed afterwards (see :func:`analyze`).
     """
     import sqlalchemy as sa
     from sqlalchemy import pool
@@ -101,6 +103,7 @@ def write_db(main_url, pairs, api_url=None, cell_uuid=None, transport_url='none:
         with engine.begin() as conn:
             conn.execute(models.services.insert(), services)
             conn.execute(models.compute_nodes.insert(), nodes)
+        analyze(engine, models.services, models.compute_nodes)
     finally:
         engine.dispose()
     if api_url is None:
@@ -119,5 +122,27 @@ def write_db(main_url, pairs, api_url=None, cell_uuid=None, transport_url='none:
                          # As old as the hosts: a fresh mapping is re-read by each refresh.
                          [{'cell_id': cell_id, 'host': s['host'], 'created_at': s['created_at']}
                           for s in services])
+        analyze(engine, cells, api_models.host_mappings)
     finally:
         engine.dispose()
+
+
+def analyze(engine, *tables):
+    """Give the planner statistics of ``tables`` after a bulk insert, as a live database has.
+
+    PostgreSQL's autovacuum analyzes a table about a minute after it grew, and InnoDB
+    recalculates its statistics once a tenth of the rows changed; a bench that timed queries
+    in between would time plans made without statistics. On PostgreSQL those were sequential
+    scans of the 10,000-row tables for the refresh's changed-since queries (~2 ms each,
+    against 0.04 ms with the indexes). SQLite keeps no statistics unless asked and plans these
+    queries on the indexes without them: it is left as it is.
+    """
+    import sqlalchemy as sa
+    dialect = engine.dialect.name
+    if dialect not in ('postgresql', 'mysql'):
+        return
+    keyword = 'ANALYZE TABLE' if dialect == 'mysql' else 'ANALYZE'
+    quote = engine.dialect.identifier_preparer.quote
+    with engine.begin() as conn:
+        for table in tables:
+            conn.execute(sa.text('%s %s' % (keyword, quote(table.name))))
