@@ -255,13 +255,15 @@ def changed_since(table, since):
     return sa.or_(table.c.updated_at >= since, table.c.created_at >= since)
 
 
-def changed_since_select(table, *where):
-    """SELECT of ``table``'s rows ``changed_since`` the bind parameter ``since`` (and ``where``).
+def changed_since_select(table, *where, columns=None):
+    """SELECT of ``table``'s rows ``changed_since`` the bind parameter ``since`` (and ``where``);
+    of their ``columns`` only when given.
 
     Build it once and run it with ``fetch_changed_since``: the scheduler runs these on every
     request, and building the expression each time cost more than the query.
     """
-    return sa.select(table).where(changed_since(table, sa.bindparam('since')), *where)
+    return sa.select(*(columns or (table,))).where(changed_since(table, sa.bindparam('since')),
+                                                   *where)
 
 
 def fetch_changed_since(conn, stmt, frozen=None, **params):
@@ -275,3 +277,18 @@ def fetch_changed_since(conn, stmt, frozen=None, **params):
     result = conn.execute(stmt, params)
     rows = to_dicts(result) if frozen is None else to_frozen(result, frozen)
     return sorted(rows, key=lambda row: row['id'])
+
+
+#: Ids per ``IN`` list of :func:`fetch_by_ids` (far below every backend's parameter limit).
+IDS_PER_QUERY = 500
+
+
+def fetch_by_ids(conn, table, ids, frozen=None):
+    """The rows of ``table`` with these ``ids`` (soft-deleted ones too), oldest id first, as
+    dicts (FrozenRows: see ``fetch_all``); one query per :data:`IDS_PER_QUERY` ids."""
+    ids = sorted(ids)
+    rows = []
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        rows += fetch_all(conn, table, table.c.id.in_(ids[start:start + IDS_PER_QUERY]),
+                          frozen=frozen)
+    return rows

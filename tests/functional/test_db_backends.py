@@ -136,6 +136,19 @@ def test_scheduler_reads(ctx):
     assert {type(row) for row in services + nodes} == {utils.FrozenRow}
     services, nodes = main_db.compute_changes_since(ctx, main_db.COMPUTE_BINARY, since)
     assert services == [] and [row['vcpus_used'] for row in nodes] == [newer['vcpus_used']]
+    # Listed by version first: only the rows not held are read whole.
+    listed = {}
+
+    def unheld(table_name, versions):
+        listed[table_name] = [tuple(version) for version in versions]
+        return [version[0] for version in versions]
+    services, nodes = main_db.compute_changes_since(ctx, main_db.COMPUTE_BINARY, since,
+                                                    unheld=unheld)
+    assert listed == {'services': [], 'compute_nodes': [
+        (node['id'], newer['updated_at'], newer['created_at'])]}
+    assert services == [] and [dict(row) for row in nodes] == [newer]
+    assert main_db.compute_changes_since(ctx, main_db.COMPUTE_BINARY, since,
+                                         unheld=lambda name, versions: []) == ([], [])
 
 
 def test_instances(ctx):

@@ -279,6 +279,18 @@ def test_compute_hosts_reads_for_the_scheduler(ctx):
     assert [row['id'] for row in nodes] == [newer['id']] and services == []
     assert type(nodes[0]) is utils.FrozenRow
 
+    # With unheld: the changed rows are listed by version; only the ids it returns are read.
+    asked = []
+
+    def unheld(table_name, versions):
+        asked.append((table_name, [tuple(version) for version in versions]))
+        return [version[0] for version in versions]
+    assert db.compute_changes_since(ctx, COMPUTE, since, unheld=unheld) == (services, nodes)
+    assert asked == [('services', []), ('compute_nodes', [
+        (newer['id'], newer['updated_at'], newer['created_at'])])]
+    assert db.compute_changes_since(ctx, COMPUTE, since,
+                                    unheld=lambda name, versions: []) == ([], [])
+
 
 # -- instances ------------------------------------------------------------------------------------
 

@@ -66,6 +66,26 @@ def test_fetch_changed_since_uses_the_indexes_and_returns_oldest_id_first(tmp_pa
     assert 't_updated_at_idx' in plan and 't_created_at_idx' in plan
 
 
+def test_fetch_by_ids_reads_every_row_asked_in_chunks_oldest_id_first(tmp_path):
+    meta = sa.MetaData()
+    table = sa.Table('t', meta, sa.Column('id', sa.Integer, primary_key=True),
+                     sa.Column('deleted', sa.Integer))
+    engine = sa.create_engine('sqlite:///%s' % (tmp_path / 'ids.db'))
+    meta.create_all(engine)
+    statements = []
+    sa.event.listen(engine, 'before_cursor_execute',
+                    lambda conn, cursor, statement, *args: statements.append(statement))
+    wanted = list(range(2 * utils.IDS_PER_QUERY + 7, 0, -2))  # unsorted, > 2 chunks
+    with engine.begin() as conn:
+        conn.execute(table.insert(), [{'id': i, 'deleted': i if i % 3 else 0}
+                                      for i in range(1, 2 * utils.IDS_PER_QUERY + 10)])
+        del statements[:]
+        rows = utils.fetch_by_ids(conn, table, wanted)
+        assert utils.fetch_by_ids(conn, table, []) == []
+    assert [row['id'] for row in rows] == sorted(wanted)  # soft-deleted rows included
+    assert len(statements) == 2  # 504 ids: one full chunk and the rest
+
+
 def _frozen_table(tmp_path):
     meta = sa.MetaData()
     table = sa.Table('t', meta, sa.Column('id', sa.Integer, primary_key=True),
