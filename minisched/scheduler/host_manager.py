@@ -3,10 +3,19 @@
 Unlike Nova's (which rebuilds every host state from the database on every request), host
 states here live for the process and are refreshed incrementally: each refresh reads only the
 compute node and service rows changed since the previous one (``updated_at``), so an unchanged
-cluster costs two indexed queries. A full re-read happens at start-up and every
-``FULL_RESYNC_SECONDS`` to catch anything an incremental read could miss. Instance lists come
-from the computes' fanout casts, aggregates from the API's. When the database can say cheaply
-that nothing was committed since the last read (an SQLite file: ``minisched.db.markers``), the
+cluster costs two indexed queries. Instance lists come from the computes' fanout casts,
+aggregates from the API's.
+
+A row can be committed after a row with a newer timestamp was read (two conductors, a slow
+commit). Each read therefore looks back before the newest timestamp seen: ``QUICK_SKEW`` on
+every request, ``SKEW`` (from the newest timestamp of the previous look-back) at most every
+``LOOKBACK_SECONDS``, and everything at start-up and every ``FULL_RESYNC_SECONDS``. Rows found
+in a window are listed by version first and read whole only when the version is not one
+applied lately (kept per cell while it can still fall in a window): in a cluster whose
+computes report, the windows hold hundreds to thousands of unchanged rows. A report is thus
+seen by the next request unless it was committed more than ``QUICK_SKEW`` after its
+timestamp, and then within ``LOOKBACK_SECONDS``. When the database can say cheaply that
+nothing was committed since the last read (an SQLite file: ``minisched.db.markers``), the
 queries are skipped altogether.
 """
 import collections
@@ -49,8 +58,14 @@ COMPUTE_BINARY = 'minisched-compute'
 LOCAL_CELL_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, 'minisched:local-cell'))
 #: Seconds between full re-reads of every cell (the incremental refresh's safety net).
 FULL_RESYNC_SECONDS = 60
-#: Rows committed slightly out of order are caught by re-reading this far back.
+#: Every request's read looks back this far before the newest timestamp seen.
+QUICK_SKEW = datetime.timedelta(seconds=0.5)
+#: At most this often (seconds), a read looks back ``SKEW`` before the previous look-back's
+#: newest timestamp, for rows committed later than ``QUICK_SKEW`` after their timestamp.
+LOOKBACK_SECONDS = 1.0
 SKEW = datetime.timedelta(seconds=2)
+#: The kinds of read of a cell (see the module's docstring).
+FULL, LOOKBACK, QUICK = 'full', 'lookback', 'quick'
 #: Seconds to wait for one cell's rows before skipping it for this refresh.
 CELL_TIMEOUT_SECONDS = 60
 #: After this long without a newer compute node record, a host's in-memory consumption is
@@ -256,14 +271,22 @@ class HostManager:
         jobs = {}
         for cell in self.cells:
             cell_uuid = cell.uuid if cell is not None else LOCAL_CELL_UUID
-            sync = self._cell_sync.setdefault(cell_uuid, {'since': None, 'full_at': 0.0,
-                                                          'marker': None, 'full_marker': None})
-            cell_full = (full or sync['since'] is None or
-                         now - sync['full_at'] > FULL_RESYNC_SECONDS)
-            # Unchanged since the read this one would repeat: nothing to read. A forced full
-            # read always reads.
-            unchanged = None if full else sync['full_marker' if cell_full else 'marker']
-            jobs[cell_uuid] = (cell, sync['since'], cell_full, unchanged)
+            sync = self._cell_sync.setdefault(cell_uuid, {
+                'since': None, 'marker': None, 'full_at': 0.0, 'full_marker': None,
+                'lookback_since': None, 'lookback_at': 0.0, 'lookback_marker': None,
+                # Per table: id -> (updated_at, created_at) of the rows applied lately.
+                'recent': {'services': {}, 'compute_nodes': {}}})
+            if (full or sync['since'] is None or
+                    now - sync['full_at'] > FULL_RESYNC_SECONDS):
+                kind, since = FULL, None
+            elif now - sync['lookback_at'] >= LOOKBACK_SECONDS:
+                kind, since = LOOKBACK, sync['lookback_since'] - SKEW
+            else:
+                kind, since = QUICK, sync['since'] - QUICK_SKEW
+            # Unchanged since the last read of this kind or a wider one: nothing to read. A
+            # forced full read always reads.
+            unchanged = None if full else sync[_MARKER_OF[kind]]
+            jobs[cell_uuid] = (cell, since, kind, unchanged, sync['recent'])
         if len(jobs) == 1:  # the common single-cell case needs no threads
             (cell_uuid, args), = jobs.items()
             return {cell_uuid: self._fetch_guarded(context, *args)}
@@ -276,25 +299,30 @@ class HostManager:
                                                     CELL_TIMEOUT_SECONDS)))
                     for cell_uuid, future in pending.items()}
 
-    def _fetch_guarded(self, context, cell, since, full, unchanged):
+    def _fetch_guarded(self, context, cell, since, kind, unchanged, recent):
         try:
-            return self._fetch_cell(context, cell, since, full, unchanged), None
+            return self._fetch_cell(context, cell, since, kind, unchanged, recent), None
         except Exception as exc:
             return None, exc
 
-    def _fetch_cell(self, context, cell, since, full, unchanged):
-        """``(services, nodes, full, marker)``: the cell's rows changed since ``since`` (all
-        of them when ``full``); services and nodes are None when its change marker still
-        equals ``unchanged`` (nothing to read). The marker is read before the rows, so a
-        commit racing the read shows next time."""
+    def _fetch_cell(self, context, cell, since, kind, unchanged, recent):
+        """``(services, nodes, kind, marker)``: the cell's rows changed since ``since`` but
+        for the versions in ``recent`` (all of them for a ``FULL`` read); services and nodes
+        are None when its change marker still equals ``unchanged`` (nothing to read). The
+        marker is read before the rows, so a commit racing the read shows next time."""
         with ms_context.target_cell(context, cell) as cctxt:
             marker = db.changes_marker(cctxt)
             if marker is not None and marker == unchanged:
-                return None, None, full, marker
-            if full:
-                return (*db.compute_hosts_get_all(cctxt, COMPUTE_BINARY), True, marker)
-            return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since - SKEW), False,
-                    marker)
+                return None, None, kind, marker
+            if kind == FULL:
+                return (*db.compute_hosts_get_all(cctxt, COMPUTE_BINARY), kind, marker)
+
+            def unheld(table_name, versions):
+                applied = recent[table_name].get
+                return [row_id for row_id, updated_at, created_at in versions
+                        if applied(row_id) != (updated_at, created_at)]
+            return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since, unheld=unheld),
+                    kind, marker)
 
     def _mark_cell_down(self, cell_uuid, error):
         if cell_uuid not in self._down_cells:
@@ -302,18 +330,17 @@ class HostManager:
                         'does.', cell_uuid, type(error).__name__, error)
         self._down_cells[cell_uuid] = time.monotonic()
 
-    def _apply_cell(self, cell_uuid, services, nodes, full, marker, now):
+    def _apply_cell(self, cell_uuid, services, nodes, kind, marker, now):
         sync = self._cell_sync[cell_uuid]
+        full = kind == FULL
         if services is None:  # nothing committed since the read this one would repeat
-            if full:
-                sync['full_at'] = now
+            _mark_done(sync, kind, now)
             return
-        sync['marker'] = marker
-        if full:
-            sync['full_marker'] = marker
         newest = sync['since']
+        recent_services, recent_nodes = sync['recent']['services'], sync['recent']['compute_nodes']
         for row in services:
             newest = _newest(newest, row)
+            recent_services[row['id']] = (row['updated_at'], row['created_at'])
             if row['deleted']:
                 self._services.pop(row['host'], None)
                 continue
@@ -328,16 +355,22 @@ class HostManager:
             key = (row['host'], row['hypervisor_hostname'])
             if row['deleted']:
                 self._remove_state(key)
-                continue
-            seen.add(key)
-            self._update_node(row, cell_uuid)
+            elif self._update_node(row, cell_uuid):
+                seen.add(key)
+            else:
+                continue  # not applied: read whole again while it is in a window
+            recent_nodes[row['id']] = (row['updated_at'], row['created_at'])
         if full:
             stale = [key for key, state in self.host_state_map.items()
                      if state.cell_uuid == cell_uuid and key not in seen]
             for key in stale:
                 self._remove_state(key)
-            sync['full_at'] = now
         sync['since'] = newest or timeutils.utcnow()
+        for name in _MARKERS_SET_BY[kind]:
+            sync[name] = marker
+        _mark_done(sync, kind, now)
+        if kind != QUICK:
+            _forget_out_of_reach(sync['recent'], sync['lookback_since'] - SKEW)
 
     # -- host mappings: only mapped hosts are schedulable ------------------------------
 
@@ -381,15 +414,17 @@ class HostManager:
                 self._unmapped_warned.discard(host)
 
     def _update_node(self, row, cell_uuid):
+        """Apply a compute node row to its host state (made if new); False when it cannot be
+        (no service record for its host)."""
         host = row['host']
         service = self._services.get(host)
         if service is None:
             LOG.warning('No compute service record found for host %(host)s', {'host': host})
-            return
+            return False
         key = (host, row['hypervisor_hostname'])
         state = self.host_state_map.get(key)
         if state is not None and _same_version(state.last_record, row):
-            return  # read again only because it lies in the look-back window
+            return True  # read again only because it lies in the look-back window
         row = _frozen(row)
         if state is None:
             state = self._new_host_state(row, cell_uuid)
@@ -400,6 +435,7 @@ class HostManager:
                          inst_dict=self._instance_dict_for(host, row))
         state.last_record = row
         state.update(compute=NodeRecord(row, self.conf))
+        return True
 
     def _new_host_state(self, row, cell_uuid):
         """Factory of host states (the ironic host manager picks a class per node)."""
@@ -624,6 +660,36 @@ class HostManager:
             self._recreate_instance_info(context, host_name)
             LOG.info('The instance sync for host %s did not match. Re-created its '
                      'InstanceList.', host_name)
+
+
+#: Per kind of read: the marker of the last read that this one would repeat, and the markers
+#: it sets (a full read is also a look-back, and every read is a quick one).
+_MARKER_OF = {FULL: 'full_marker', LOOKBACK: 'lookback_marker', QUICK: 'marker'}
+_MARKERS_SET_BY = {FULL: ('full_marker', 'lookback_marker', 'marker'),
+                   LOOKBACK: ('lookback_marker', 'marker'), QUICK: ('marker',)}
+
+
+def _forget_out_of_reach(recent, horizon):
+    """Drop from ``recent`` the versions no later window can hold (every later read looks
+    back no further than ``horizon``: a row falls in a window by its newer timestamp)."""
+    for versions in recent.values():
+        gone = []
+        for row_id, stamps in versions.items():
+            latest = max(filter(None, stamps), default=None)
+            if latest is None or latest < horizon:
+                gone.append(row_id)
+        for row_id in gone:
+            del versions[row_id]
+
+
+def _mark_done(sync, kind, now):
+    """Record a read of ``kind`` (or one found unnecessary) of a cell at ``now``: the next
+    look-back starts from the newest timestamp seen so far."""
+    if kind == FULL:
+        sync['full_at'] = now
+    if kind in (FULL, LOOKBACK):
+        sync['lookback_at'] = now
+        sync['lookback_since'] = sync['since']
 
 
 @contextlib.contextmanager

@@ -146,16 +146,120 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         self.assertTrue(any('host_mappings' in s for s in statements), statements)
         self.assertEqual(['h1', 'h2'], _schedulable(hm))
 
-    def test_old_timestamps_are_caught_by_the_look_back_after_a_commit(self):
-        # A row committed late with an updated_at inside the look-back window is still read.
-        node = self._add_host('h1', free_ram_mb=4096)
-        hm = self._manager()
-        self._refresh(hm)
-        stamp = timeutils.utcnow() - datetime.timedelta(seconds=1)
-        db.compute_node_update(self.ctxt, node['id'], {'free_ram_mb': 2048,
-                                                        'updated_at': stamp})
-        self._refresh(hm)
-        self.assertEqual(2048, hm.host_state_map[('h1', 'h1')].free_ram_mb)
+
+
+class TestLateCommits(_RefreshTestCase):
+    """Rows committed after a row with a newer timestamp was read: the next request sees them
+    within QUICK_SKEW, the next look-back within SKEW; unchanged rows are not read whole."""
+
+    def setUp(self):
+        super().setUp()
+        self.statements_params = []
+        engine = engines.main_engine()
+        sa.event.listen(engine, 'before_cursor_execute', self._params)
+        self.addCleanup(sa.event.remove, engine, 'before_cursor_execute', self._params)
+        self.start = timeutils.utcnow()
+        self.nodes = {host: self._add_host(host, free_ram_mb=4096) for host in ('h1', 'h2')}
+        # Both hosts created long ago: only updated_at can bring their rows into a window.
+        old = self.start - datetime.timedelta(minutes=10)
+        with engines.main_engine().begin() as conn:
+            for table in (db.services, db.nodes):
+                conn.execute(table.update().values(created_at=old, updated_at=old))
+        self.hm = self._manager()
+
+    def _params(self, conn, cursor, statement, parameters, *args):
+        self.statements_params.append((statement, parameters))
+
+    def _report(self, host, free_ram_mb, stamp):
+        db.compute_node_update(self.ctxt, self.nodes[host]['id'],
+                               {'free_ram_mb': free_ram_mb, 'updated_at': stamp})
+
+    def _free(self, host):
+        return self.hm.host_state_map[(host, host)].free_ram_mb
+
+    def _look_back_due(self):
+        for sync in self.hm._cell_sync.values():
+            sync['lookback_at'] -= host_manager.LOOKBACK_SECONDS
+
+    def test_a_late_commit_within_quick_skew_is_seen_by_the_next_request(self):
+        self._report('h2', 2048, self.start)
+        self._refresh(self.hm)
+        late = self.start - host_manager.QUICK_SKEW + datetime.timedelta(milliseconds=100)
+        self._report('h1', 1024, late)
+        self._refresh(self.hm)
+        self.assertEqual((1024, 2048), (self._free('h1'), self._free('h2')))
+
+    def test_a_later_commit_is_seen_by_the_next_look_back(self):
+        self._report('h2', 2048, self.start)
+        self._refresh(self.hm)
+        late = self.start - host_manager.SKEW + datetime.timedelta(milliseconds=100)
+        self._report('h1', 1024, late)
+        self._refresh(self.hm)  # a quick read: its window ends QUICK_SKEW before h2's report
+        self.assertEqual(4096, self._free('h1'))
+        self._look_back_due()
+        self._refresh(self.hm)
+        self.assertEqual(1024, self._free('h1'))
+
+    def test_a_look_back_reaches_before_the_previous_look_back(self):
+        # The look-back window starts SKEW before the newest timestamp of the previous
+        # look-back, not of the previous read: quick reads in between do not shrink it.
+        self._report('h2', 2048, self.start)
+        self._look_back_due()
+        self._refresh(self.hm)  # a look-back: its newest timestamp is h2's report
+        self._report('h2', 1536, self.start + datetime.timedelta(seconds=3))
+        self._refresh(self.hm)  # a quick read: the newest timestamp moves 3 s on
+        late = self.start - host_manager.SKEW + datetime.timedelta(milliseconds=100)
+        self._report('h1', 1024, late)
+        self._look_back_due()
+        self._refresh(self.hm)
+        self.assertEqual((1024, 1536), (self._free('h1'), self._free('h2')))
+
+    def test_unchanged_rows_in_the_window_are_not_read_whole(self):
+        self._report('h1', 3072, self.start)
+        self._report('h2', 2048, self.start)
+        self._refresh(self.hm)
+        self.assertEqual([sorted(n['id'] for n in self.nodes.values())], self._ids_read())
+        self._report('h2', 1024, self.start + datetime.timedelta(milliseconds=1))
+        del self.statements_params[:]
+        self._refresh(self.hm)  # both rows are in the window; only h2's changed
+        self.assertEqual([[self.nodes['h2']['id']]], self._ids_read())
+        self.assertEqual((3072, 1024), (self._free('h1'), self._free('h2')))
+
+    def test_a_node_read_before_its_service_is_applied_once_the_service_is(self):
+        service = db.service_create(self.ctxt, {'host': 'h3', 'binary': 'minisched-compute',
+                                                'topic': 'compute', 'report_count': 1})
+        node = dict(self.nodes['h1'], host='h3', hypervisor_hostname='h3',
+                    service_id=service['id'])
+        for key in ('id', 'uuid', 'created_at', 'updated_at', 'deleted_at'):
+            node.pop(key)
+        db.service_destroy(self.ctxt, service['id'])  # the node comes first, alone
+        db.compute_node_create(self.ctxt, dict(node, service_id=None))
+        self._refresh(self.hm)
+        self.assertNotIn(('h3', 'h3'), self.hm.host_state_map)  # no service: not applied
+        db.service_create(self.ctxt, {'host': 'h3', 'binary': 'minisched-compute',
+                                      'topic': 'compute', 'report_count': 1})
+        self._refresh(self.hm)  # the node row, unchanged, is read whole again and applied
+        self.assertIn(('h3', 'h3'), self.hm.host_state_map)
+
+    def test_versions_out_of_every_window_are_forgotten(self):
+        # What is remembered of applied rows stays bounded by the windows, not the cluster.
+        sync, = self.hm._cell_sync.values()
+        recent = sync['recent']['compute_nodes']
+        self.assertEqual(set(n['id'] for n in self.nodes.values()), set(recent))
+        self._report('h2', 2048, self.start + datetime.timedelta(seconds=10))
+        self._look_back_due()
+        self._refresh(self.hm)  # h2's report is the newest; h1's row is out of reach
+        self.assertEqual({self.nodes['h2']['id']}, set(recent))
+
+    def _ids_read(self):
+        """Ids of the compute node rows read whole since the last reset, per statement."""
+        reads = [params for statement, params in self.statements_params
+                 if statement.startswith('SELECT compute_nodes.id, compute_nodes.created_at, '
+                                         'compute_nodes.updated_at, compute_nodes.uuid')
+                 and 'compute_nodes.id IN (' in statement]
+        del self.statements_params[:]
+        return [sorted(p) if isinstance(p, (list, tuple)) else sorted(p.values())
+                for p in reads]
 
 
 def _schedulable(hm):
