@@ -56,7 +56,7 @@ def _plan(args):
     return [
         ('pipeline', lambda out: pipeline.run(sizes, _requests_for(args), out=out)),
         ('refresh', lambda out: refresh.run(repeats=1 if quick else 3, postgres=not quick,
-                                            out=out)),
+                                            live_samples=50 if quick else 250, out=out)),
         ('e2e', lambda out: e2e.run(calls=40 if quick else 300, seconds=3 if quick else 15,
                                     out=out)),
         ('memory', lambda out: memory.run(calls=10 if quick else 60, out=out)),

@@ -5,7 +5,14 @@ each, all older than the incremental refresh's look-back), then a HostManager is
 build (``ensure_initialized``: cells, aggregates, instances, every host state), a full re-read
 (``refresh(full=True)``) and the incremental ``refresh()`` of the unchanged cluster. Last, one
 compute node row is updated and the next ``refresh()`` must show its new free RAM.
+
+Then the cluster comes alive (information, no target): another process writes what 10,000
+reporting computes would (``REPORTS_PER_SECOND``: a service heartbeat every ``report_interval``
+of 10 s, a compute node update every 60 s, in transactions of ``ROWS_PER_COMMIT`` rows), and
+``refresh()`` is timed at ``REQUEST_INTERVAL`` as requests would call it. Every refresh then
+finds rows changed, and its look-back windows hold a few seconds of reports.
 """
+import multiprocessing
 import time
 import uuid
 
@@ -16,6 +23,13 @@ from benchmarks import synthetic
 COLD_TARGET_S = 1.0
 UNCHANGED_TARGET_MS = 20.0
 TARGET_HOSTS = 10000
+#: Rows written per second while the cluster is alive: (services, compute nodes).
+REPORTS_PER_SECOND = (1000, 167)
+ROWS_PER_COMMIT = 10
+#: Seconds between timed refreshes of the live cluster, and before the first one (the look-
+#: back windows fill up).
+REQUEST_INTERVAL = 0.02
+LIVE_WARMUP = 3.0
 
 
 def _host_manager(conf):
@@ -39,6 +53,62 @@ def _update_one_node(url, host, free_ram_mb):
         engine.dispose()
 
 
+def _report_like_computes(url, hosts, stop, written):
+    """Until ``stop`` is set: update service and compute node rows at ``REPORTS_PER_SECOND``
+    (``updated_at`` now, ``report_count`` + 1 for services), round robin over the hosts;
+    ``written`` counts the rows (a separate process)."""
+    import sqlalchemy as sa
+    from oslo_utils import timeutils
+    from sqlalchemy import pool
+
+    from minisched.db.main import models
+    engine = sa.create_engine(url, poolclass=pool.NullPool)
+    services_per_second, nodes_per_second = REPORTS_PER_SECOND
+    plan = ((models.services, {'report_count': models.services.c.report_count + 1},
+             services_per_second),
+            (models.compute_nodes, {}, nodes_per_second))
+    start, done = time.monotonic(), [0] * len(plan)
+    try:
+        while not stop.is_set():
+            elapsed = time.monotonic() - start
+            for slot, (table, values, rate) in enumerate(plan):
+                due = min(int(elapsed * rate) - done[slot], ROWS_PER_COMMIT)
+                if due <= 0:
+                    continue
+                with engine.begin() as conn:
+                    for _ in range(due):
+                        row_id = done[slot] % hosts + 1
+                        conn.execute(table.update().where(table.c.id == row_id).values(
+                            updated_at=timeutils.utcnow(), **values))
+                        done[slot] += 1
+                written.value = sum(done)
+            time.sleep(0.002)
+    finally:
+        engine.dispose()
+
+
+def _live_refreshes(hm, context, url, hosts, samples):
+    """``(timings, rows written per second)`` of ``samples`` refreshes of a reporting cluster."""
+    spawn = multiprocessing.get_context('spawn')
+    stop, written = spawn.Event(), spawn.Value('l', 0)
+    writer = spawn.Process(target=_report_like_computes, args=(url, hosts, stop, written),
+                           daemon=True)
+    writer.start()
+    try:
+        time.sleep(LIVE_WARMUP)
+        hm.refresh(context)  # the backlog of the warm-up: not a request's usual read
+        first, started = written.value, time.monotonic()
+        timings = []
+        for _ in range(samples):
+            timings.append(_timed(hm.refresh, context))
+            time.sleep(REQUEST_INTERVAL)
+        rate = (written.value - first) / (time.monotonic() - started)
+    finally:
+        stop.set()
+        writer.join(10)
+    return timings, rate
+
+
 def _timed(function, *args, **kwargs):
     """``(wall seconds, CPU seconds of this process)`` of one call."""
     start, cpu = time.perf_counter(), time.process_time()
@@ -46,7 +116,7 @@ def _timed(function, *args, **kwargs):
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def run_backend(conf, url, hosts, repeats):
+def run_backend(conf, url, hosts, repeats, live_samples=0):
     """Times on the database at ``url``; returns a dict of seconds and the freshness check."""
     from minisched import context as ms_context
     synthetic.write_db(url, synthetic.node_rows(hosts, now=synthetic.old_now(),
@@ -68,9 +138,10 @@ def run_backend(conf, url, hosts, repeats):
         _update_one_node(url, host, before + 12345)
         changed = _timed(hm.refresh, context)
         after = hm.host_state_map[(host, host)].free_ram_mb
+        live = _live_refreshes(hm, context, url, hosts, live_samples) if live_samples else None
     return {'built': built, 'cold': cold, 'full': full, 'unchanged': unchanged,
             'changed': changed, 'fresh': after == before + 12345,
-            'freshness': '%s free_ram_mb %d -> %d' % (host, before, after)}
+            'freshness': '%s free_ram_mb %d -> %d' % (host, before, after), 'live': live}
 
 
 def _p50(timings, index=0):
@@ -95,18 +166,27 @@ def figures_for(result, hosts, backend):
            common.Figure('freshness: next refresh sees the update ' + label,
                          'yes' if result['fresh'] else 'no', '', 'yes', result['fresh'],
                          result['freshness'])]
+    if result['live']:
+        timings, rate = result['live']
+        walls = [t[0] * 1000 for t in timings]
+        out.append(common.info(
+            'refresh, reporting cluster ' + label, common.median(walls), 'ms',
+            'p50 of %d, one every %.0f ms; p99 %.3g ms; CPU p50 %.3g ms; %.0f rows written/s'
+            % (len(walls), REQUEST_INTERVAL * 1000, common.percentile(walls, 99),
+               _p50(timings, 1) * 1000, rate)))
     if hosts < TARGET_HOSTS:  # the targets are for 10,000 hosts: smaller runs only inform
         for figure in out[:3]:
             figure.met, figure.target = None, ''
     return out
 
 
-def run(hosts=TARGET_HOSTS, repeats=3, postgres=True, out=print):
+def run(hosts=TARGET_HOSTS, repeats=3, postgres=True, live_samples=250, out=print):
     conf = common.in_process_conf()
     figures = []
     with common.quiet_logs():
         with databases.sqlite_db() as url:
-            figures += figures_for(run_backend(conf, url, hosts, repeats), hosts, 'sqlite')
+            figures += figures_for(run_backend(conf, url, hosts, repeats, live_samples), hosts,
+                                   'sqlite')
         if not postgres:
             return figures
         reachable, why = databases.pg_reachable()
@@ -115,5 +195,6 @@ def run(hosts=TARGET_HOSTS, repeats=3, postgres=True, out=print):
                                        'not reachable: %s' % why))
             return figures
         with databases.postgres_db() as url:
-            figures += figures_for(run_backend(conf, url, hosts, repeats), hosts, 'postgresql')
+            figures += figures_for(run_backend(conf, url, hosts, repeats, live_samples), hosts,
+                                   'postgresql')
     return figures
