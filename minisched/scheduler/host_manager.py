@@ -337,10 +337,13 @@ class HostManager:
             _mark_done(sync, kind, now)
             return
         newest = sync['since']
-        recent_services, recent_nodes = sync['recent']['services'], sync['recent']['compute_nodes']
+        # The versions met in windows; a full read's (every row) would mostly be forgotten at
+        # once, and a window meeting one of those reads it whole once instead.
+        recent = None if full else sync['recent']
         for row in services:
             newest = _newest(newest, row)
-            recent_services[row['id']] = (row['updated_at'], row['created_at'])
+            if recent is not None:
+                recent['services'][row['id']] = _version(row)
             if row['deleted']:
                 self._services.pop(row['host'], None)
                 continue
@@ -359,7 +362,8 @@ class HostManager:
                 seen.add(key)
             else:
                 continue  # not applied: read whole again while it is in a window
-            recent_nodes[row['id']] = (row['updated_at'], row['created_at'])
+            if recent is not None:
+                recent['compute_nodes'][row['id']] = _version(row)
         if full:
             stale = [key for key, state in self.host_state_map.items()
                      if state.cell_uuid == cell_uuid and key not in seen]
@@ -667,6 +671,11 @@ class HostManager:
 _MARKER_OF = {FULL: 'full_marker', LOOKBACK: 'lookback_marker', QUICK: 'marker'}
 _MARKERS_SET_BY = {FULL: ('full_marker', 'lookback_marker', 'marker'),
                    LOOKBACK: ('lookback_marker', 'marker'), QUICK: ('marker',)}
+
+
+def _version(row):
+    """What ``recent`` keeps of an applied row: its timestamps (by id)."""
+    return row['updated_at'], row['created_at']
 
 
 def _forget_out_of_reach(recent, horizon):

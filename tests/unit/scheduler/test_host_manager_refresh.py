@@ -245,8 +245,12 @@ class TestLateCommits(_RefreshTestCase):
         # What is remembered of applied rows stays bounded by the windows, not the cluster.
         sync, = self.hm._cell_sync.values()
         recent = sync['recent']['compute_nodes']
+        self.assertEqual({}, recent)  # a full read remembers nothing; the windows learn
+        self._report('h1', 3072, self.start)
+        self._report('h2', 2048, self.start)
+        self._refresh(self.hm)
         self.assertEqual(set(n['id'] for n in self.nodes.values()), set(recent))
-        self._report('h2', 2048, self.start + datetime.timedelta(seconds=10))
+        self._report('h2', 1024, self.start + datetime.timedelta(seconds=10))
         self._look_back_due()
         self._refresh(self.hm)  # h2's report is the newest; h1's row is out of reach
         self.assertEqual({self.nodes['h2']['id']}, set(recent))
