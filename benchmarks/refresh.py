@@ -6,9 +6,9 @@ build (``ensure_initialized``: cells, aggregates, instances, every host state), 
 (``refresh(full=True)``) and the incremental ``refresh()`` of the unchanged cluster. Last, one
 compute node row is updated and the next ``refresh()`` must show its new free RAM.
 
-Then the cluster comes alive (information, no target): another process writes what 10,000
-reporting computes would (``REPORTS_PER_SECOND``: a service heartbeat every ``report_interval``
-of 10 s, a compute node update every 60 s, in transactions of ``ROWS_PER_COMMIT`` rows), and
+Then the cluster comes alive (information, no target): another process writes what its
+computes would (``REPORT_SECONDS``: a service heartbeat per host every ``report_interval`` of
+10 s, a compute node update every 60 s, in transactions of ``ROWS_PER_COMMIT`` rows), and
 ``refresh()`` is timed at ``REQUEST_INTERVAL`` as requests would call it. Every refresh then
 finds rows changed, and its look-back windows hold a few seconds of reports.
 """
@@ -23,8 +23,8 @@ from benchmarks import synthetic
 COLD_TARGET_S = 1.0
 UNCHANGED_TARGET_MS = 20.0
 TARGET_HOSTS = 10000
-#: Rows written per second while the cluster is alive: (services, compute nodes).
-REPORTS_PER_SECOND = (1000, 167)
+#: Seconds between a live host's writes: (service heartbeat, compute node update).
+REPORT_SECONDS = (10, 60)
 ROWS_PER_COMMIT = 10
 #: Seconds between timed refreshes of the live cluster, and before the first one (the look-
 #: back windows fill up).
@@ -54,8 +54,8 @@ def _update_one_node(url, host, free_ram_mb):
 
 
 def _report_like_computes(url, hosts, stop, written):
-    """Until ``stop`` is set: update service and compute node rows at ``REPORTS_PER_SECOND``
-    (``updated_at`` now, ``report_count`` + 1 for services), round robin over the hosts;
+    """Until ``stop`` is set: update each host's service and compute node rows every
+    ``REPORT_SECONDS`` (``updated_at`` now, ``report_count`` + 1 for services), round robin;
     ``written`` counts the rows (a separate process)."""
     import sqlalchemy as sa
     from oslo_utils import timeutils
@@ -63,10 +63,10 @@ def _report_like_computes(url, hosts, stop, written):
 
     from minisched.db.main import models
     engine = sa.create_engine(url, poolclass=pool.NullPool)
-    services_per_second, nodes_per_second = REPORTS_PER_SECOND
+    heartbeat, update = REPORT_SECONDS
     plan = ((models.services, {'report_count': models.services.c.report_count + 1},
-             services_per_second),
-            (models.compute_nodes, {}, nodes_per_second))
+             hosts / heartbeat),
+            (models.compute_nodes, {}, hosts / update))
     start, done = time.monotonic(), [0] * len(plan)
     try:
         while not stop.is_set():
