@@ -9,10 +9,12 @@ aggregates from the API's.
 A row can be committed after a row with a newer timestamp was read (two conductors, a slow
 commit). Each read therefore looks back before the newest timestamp seen: ``QUICK_SKEW`` on
 every request, ``SKEW`` (from the newest timestamp of the previous look-back) at most every
-``LOOKBACK_SECONDS``, and everything at start-up and every ``FULL_RESYNC_SECONDS``. Rows found
-in a window are listed by version first and read whole only when the version is not one
-applied lately (kept per cell while it can still fall in a window): in a cluster whose
-computes report, the windows hold hundreds to thousands of unchanged rows. A report is thus
+``LOOKBACK_SECONDS``. At start-up every row is read; every ``FULL_RESYNC_SECONDS`` every row
+is checked (listed by version and key: rows whose version is not the one applied are read,
+hosts whose rows are gone are dropped). Rows found in a window are listed by version first
+and read whole only when the version is not one applied lately (kept per cell while it can
+still fall in a window): in a cluster whose computes report, the windows hold hundreds to
+thousands of unchanged rows. A report is thus
 seen by the next request unless it was committed more than ``QUICK_SKEW`` after its
 timestamp, and then within ``LOOKBACK_SECONDS``. When the database can say cheaply that
 nothing was committed since the last read (an SQLite file: ``minisched.db.markers``), the
@@ -64,8 +66,9 @@ QUICK_SKEW = datetime.timedelta(seconds=0.5)
 #: newest timestamp, for rows committed later than ``QUICK_SKEW`` after their timestamp.
 LOOKBACK_SECONDS = 1.0
 SKEW = datetime.timedelta(seconds=2)
-#: The kinds of read of a cell (see the module's docstring).
-FULL, LOOKBACK, QUICK = 'full', 'lookback', 'quick'
+#: The kinds of read of a cell (see the module's docstring): every row whole, every row
+#: checked, and the two windows.
+FULL, CHECK, LOOKBACK, QUICK = 'full', 'check', 'lookback', 'quick'
 #: Seconds to wait for one cell's rows before skipping it for this refresh.
 CELL_TIMEOUT_SECONDS = 60
 #: After this long without a newer compute node record, a host's in-memory consumption is
@@ -276,9 +279,10 @@ class HostManager:
                 'lookback_since': None, 'lookback_at': 0.0, 'lookback_marker': None,
                 # Per table: id -> (updated_at, created_at) of the rows applied lately.
                 'recent': {'services': {}, 'compute_nodes': {}}})
-            if (full or sync['since'] is None or
-                    now - sync['full_at'] > FULL_RESYNC_SECONDS):
+            if full or sync['since'] is None:
                 kind, since = FULL, None
+            elif now - sync['full_at'] > FULL_RESYNC_SECONDS:
+                kind, since = CHECK, None
             elif now - sync['lookback_at'] >= LOOKBACK_SECONDS:
                 kind, since = LOOKBACK, sync['lookback_since'] - SKEW
             else:
@@ -306,23 +310,49 @@ class HostManager:
             return None, exc
 
     def _fetch_cell(self, context, cell, since, kind, unchanged, recent):
-        """``(services, nodes, kind, marker)``: the cell's rows changed since ``since`` but
-        for the versions in ``recent`` (all of them for a ``FULL`` read); services and nodes
-        are None when its change marker still equals ``unchanged`` (nothing to read). The
-        marker is read before the rows, so a commit racing the read shows next time."""
+        """``(services, nodes, kind, marker, live)``: the cell's rows changed since ``since``
+        but for the versions in ``recent``; for a ``FULL`` read all of them, for a ``CHECK``
+        those not applied, with ``live`` the keys of every compute node (else None).
+        Services and nodes are None when the cell's change marker still equals ``unchanged``
+        (nothing to read). The marker is read before the rows, so a commit racing the read
+        shows next time."""
         with ms_context.target_cell(context, cell) as cctxt:
             marker = db.changes_marker(cctxt)
             if marker is not None and marker == unchanged:
-                return None, None, kind, marker
+                return None, None, kind, marker, None
             if kind == FULL:
-                return (*db.compute_hosts_get_all(cctxt, COMPUTE_BINARY), kind, marker)
+                return (*db.compute_hosts_get_all(cctxt, COMPUTE_BINARY), kind, marker, None)
+            if kind == CHECK:
+                live = set()
+                return (*db.compute_hosts_get_all(cctxt, COMPUTE_BINARY,
+                                                  unheld=self._unapplied(live)),
+                        kind, marker, live)
 
             def unheld(table_name, versions):
                 applied = recent[table_name].get
                 return [row_id for row_id, updated_at, created_at in versions
                         if applied(row_id) != (updated_at, created_at)]
             return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since, unheld=unheld),
-                    kind, marker)
+                    kind, marker, None)
+
+    def _unapplied(self, live):
+        """``unheld`` of a ``CHECK`` read: the ids of the listed rows whose version is not the
+        one applied to their host; the keys of the listed compute nodes are added to ``live``.
+        """
+        def unheld(table_name, versions):
+            if table_name == 'services':
+                return [row_id for row_id, updated_at, created_at, host in versions
+                        if not _is_version(self._services.get(host), row_id, updated_at,
+                                           created_at)]
+            ids = []
+            for row_id, updated_at, created_at, host, node in versions:
+                live.add((host, node))
+                state = self.host_state_map.get((host, node))
+                if state is None or not _is_version(state.last_record, row_id, updated_at,
+                                                    created_at):
+                    ids.append(row_id)
+            return ids
+        return unheld
 
     def _mark_cell_down(self, cell_uuid, error):
         if cell_uuid not in self._down_cells:
@@ -330,9 +360,9 @@ class HostManager:
                         'does.', cell_uuid, type(error).__name__, error)
         self._down_cells[cell_uuid] = time.monotonic()
 
-    def _apply_cell(self, cell_uuid, services, nodes, kind, marker, now):
+    def _apply_cell(self, cell_uuid, services, nodes, kind, marker, live, now):
         sync = self._cell_sync[cell_uuid]
-        full = kind == FULL
+        full = kind in (FULL, CHECK)
         if services is None:  # nothing committed since the read this one would repeat
             _mark_done(sync, kind, now)
             return
@@ -365,8 +395,9 @@ class HostManager:
             if recent is not None:
                 recent['compute_nodes'][row['id']] = _version(row)
         if full:
+            present = seen if live is None else live
             stale = [key for key, state in self.host_state_map.items()
-                     if state.cell_uuid == cell_uuid and key not in seen]
+                     if state.cell_uuid == cell_uuid and key not in present]
             for key in stale:
                 self._remove_state(key)
         sync['since'] = newest or timeutils.utcnow()
@@ -668,8 +699,10 @@ class HostManager:
 
 #: Per kind of read: the marker of the last read that this one would repeat, and the markers
 #: it sets (a full read is also a look-back, and every read is a quick one).
-_MARKER_OF = {FULL: 'full_marker', LOOKBACK: 'lookback_marker', QUICK: 'marker'}
+_MARKER_OF = {FULL: 'full_marker', CHECK: 'full_marker', LOOKBACK: 'lookback_marker',
+              QUICK: 'marker'}
 _MARKERS_SET_BY = {FULL: ('full_marker', 'lookback_marker', 'marker'),
+                   CHECK: ('full_marker', 'lookback_marker', 'marker'),
                    LOOKBACK: ('lookback_marker', 'marker'), QUICK: ('marker',)}
 
 
@@ -694,9 +727,9 @@ def _forget_out_of_reach(recent, horizon):
 def _mark_done(sync, kind, now):
     """Record a read of ``kind`` (or one found unnecessary) of a cell at ``now``: the next
     look-back starts from the newest timestamp seen so far."""
-    if kind == FULL:
+    if kind in (FULL, CHECK):
         sync['full_at'] = now
-    if kind in (FULL, LOOKBACK):
+    if kind != QUICK:
         sync['lookback_at'] = now
         sync['lookback_since'] = sync['since']
 
@@ -725,8 +758,13 @@ def _frozen(row):
 
 def _same_version(known, row):
     """Whether ``row`` is the very version of a record already applied (same id, timestamps)."""
+    return _is_version(known, row['id'], row['updated_at'], row['created_at'])
+
+
+def _is_version(known, row_id, updated_at, created_at):
+    """Whether the record ``known`` (or None) is this version of row ``row_id``."""
     return known is not None and (known['id'], known['updated_at'], known['created_at']) == (
-        row['id'], row['updated_at'], row['created_at'])
+        row_id, updated_at, created_at)
 
 
 def _tracked_instance(row):

@@ -149,6 +149,14 @@ def test_scheduler_reads(ctx):
     assert services == [] and [dict(row) for row in nodes] == [newer]
     assert main_db.compute_changes_since(ctx, main_db.COMPUTE_BINARY, since,
                                          unheld=lambda name, versions: []) == ([], [])
+    listed.clear()
+    services, nodes = main_db.compute_hosts_get_all(ctx, main_db.COMPUTE_BINARY, unheld=unheld)
+    assert listed == {'services': [(service['id'], service['updated_at'],
+                                    service['created_at'], 'h1')],
+                      'compute_nodes': [(node['id'], newer['updated_at'], newer['created_at'],
+                                         'h1', 'n1')]}
+    assert [dict(row) for row in nodes] == [newer]
+    assert [dict(row) for row in services] == [main_db.service_get(ctx, service['id'])]
 
 
 def test_instances(ctx):

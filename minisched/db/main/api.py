@@ -152,23 +152,41 @@ SHARED_HOST_COLUMNS = frozenset((
     'extra_resources'))
 
 
-def compute_hosts_get_all(context, binary):
-    """``(services, nodes)`` for the scheduler's full read of a cell, in one transaction:
-    every ``binary`` service (disabled ones too) and every compute node, as FrozenRows."""
-    with _begin(context) as conn:
-        return (utils.fetch_all(conn, services, *utils.visible(services, context),
-                                services.c.binary == binary, frozen=SHARED_HOST_COLUMNS),
-                utils.fetch_all(conn, nodes, *utils.visible(nodes, context),
-                                frozen=SHARED_HOST_COLUMNS))
-
-
-#: What identifies the version of a row (``compute_changes_since``).
+#: What identifies the version of a row (``compute_changes_since``, ``compute_hosts_get_all``).
 VERSION_COLUMNS = ('id', 'updated_at', 'created_at')
 _SERVICE_VERSIONS = utils.changed_since_select(
     services, services.c.binary == sa.bindparam('binary'),
     columns=[services.c[name] for name in VERSION_COLUMNS])
 _NODE_VERSIONS = utils.changed_since_select(
     nodes, columns=[nodes.c[name] for name in VERSION_COLUMNS])
+#: What identifies a row's host (``compute_hosts_get_all``), after its version.
+KEY_COLUMNS = {'services': ('host',), 'compute_nodes': ('host', 'hypervisor_hostname')}
+_LIVE_SERVICE_VERSIONS = sa.select(
+    *[services.c[name] for name in VERSION_COLUMNS + KEY_COLUMNS['services']]).where(
+        services.c.deleted == 0, services.c.binary == sa.bindparam('binary'))
+_LIVE_NODE_VERSIONS = sa.select(
+    *[nodes.c[name] for name in VERSION_COLUMNS + KEY_COLUMNS['compute_nodes']]).where(
+        nodes.c.deleted == 0)
+
+
+def compute_hosts_get_all(context, binary, unheld=None):
+    """``(services, nodes)`` for the scheduler's full read of a cell, in one transaction:
+    every ``binary`` service (disabled ones too) and every compute node, as FrozenRows.
+
+    With ``unheld``, every row is listed first by version and key (``VERSION_COLUMNS``, then
+    ``KEY_COLUMNS`` of its table), and only the ids that ``unheld(table_name, versions)``
+    returns are read whole (see ``compute_changes_since``; here they may have been deleted
+    since they were listed). The scheduler's periodic full read applies few rows, if any.
+    """
+    with _begin(context) as conn:
+        if unheld is None:
+            return (utils.fetch_all(conn, services, *utils.visible(services, context),
+                                    services.c.binary == binary, frozen=SHARED_HOST_COLUMNS),
+                    utils.fetch_all(conn, nodes, *utils.visible(nodes, context),
+                                    frozen=SHARED_HOST_COLUMNS))
+        return (_unheld_rows(conn, services, _LIVE_SERVICE_VERSIONS, unheld,
+                                  binary=binary),
+                _unheld_rows(conn, nodes, _LIVE_NODE_VERSIONS, unheld))
 
 
 def compute_changes_since(context, binary, since, unheld=None):
@@ -188,12 +206,12 @@ def compute_changes_since(context, binary, since, unheld=None):
                                               binary=binary, frozen=SHARED_HOST_COLUMNS),
                     utils.fetch_changed_since(conn, _NODES_CHANGED, since=since,
                                               frozen=SHARED_HOST_COLUMNS))
-        return (_changed_not_held(conn, services, _SERVICE_VERSIONS, unheld, since=since,
+        return (_unheld_rows(conn, services, _SERVICE_VERSIONS, unheld, since=since,
                                   binary=binary),
-                _changed_not_held(conn, nodes, _NODE_VERSIONS, unheld, since=since))
+                _unheld_rows(conn, nodes, _NODE_VERSIONS, unheld, since=since))
 
 
-def _changed_not_held(conn, table, versions, unheld, **params):
+def _unheld_rows(conn, table, versions, unheld, **params):
     ids = unheld(table.name, conn.execute(versions, params).all())
     return utils.fetch_by_ids(conn, table, ids, frozen=SHARED_HOST_COLUMNS) if ids else []
 

@@ -275,6 +275,23 @@ def test_compute_hosts_reads_for_the_scheduler(ctx):
     assert services[0]['host'] is nodes[0]['host']
     services, nodes = db.compute_hosts_get_all(_reading('yes'), COMPUTE)
     assert gone['id'] in [row['id'] for row in services]
+    # With unheld: every live row listed by version and key; only the ids returned are read.
+    listed = {}
+
+    def unheld(table_name, versions):
+        listed[table_name] = [tuple(version) for version in versions]
+        held = node['id'] if table_name == 'compute_nodes' else None
+        return [version[0] for version in versions if version[0] != held]
+    services, nodes = db.compute_hosts_get_all(ctx, COMPUTE, unheld=unheld)
+    assert sorted(listed['services']) == [
+        (row['id'], row['updated_at'], row['created_at'], row['host'])
+        for row in (db.service_get(ctx, one['id']), db.service_get(ctx, two['id']))]
+    assert sorted(listed['compute_nodes']) == [
+        (row['id'], row['updated_at'], row['created_at'], row['host'],
+         row['hypervisor_hostname']) for row in (node, newer)]
+    assert [row['id'] for row in services] == [one['id'], two['id']]
+    assert [row['id'] for row in nodes] == [newer['id']]
+    assert {type(row) for row in services + nodes} == {utils.FrozenRow}
     services, nodes = db.compute_changes_since(ctx, COMPUTE, since)
     assert [row['id'] for row in nodes] == [newer['id']] and services == []
     assert type(nodes[0]) is utils.FrozenRow

@@ -114,17 +114,45 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         self.assertEqual({('h1', 'h1'), ('h2', 'h2')}, set(hm.host_state_map))
         self.assertEqual([], self._refresh(hm))  # and it counts as done
 
-    def test_periodic_full_read_after_a_change_reads_everything(self):
-        self._add_host('h1')
+    def test_periodic_check_lists_every_row_and_reads_only_those_not_applied(self):
+        node = self._add_host('h1')
         hm = self._manager()
         self._add_host('h2')
         self._refresh(hm)  # incremental: h2 arrives
+        # A change no window can see (its timestamps are far older than any of them).
+        old = timeutils.utcnow() - datetime.timedelta(hours=1)
+        db.compute_node_update(self.ctxt, node['id'], {'free_ram_mb': 1024, 'updated_at': old,
+                                                        'created_at': old})
+        self._refresh(hm)
+        self.assertEqual(4096, hm.host_state_map[('h1', 'h1')].free_ram_mb)
+        for sync in hm._cell_sync.values():
+            sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1  # the check is due
+        statements = self._refresh(hm)
+        self.assertEqual(1024, hm.host_state_map[('h1', 'h1')].free_ram_mb)
+        self.assertEqual({('h1', 'h1'), ('h2', 'h2')}, set(hm.host_state_map))
+        # Every live node listed by version and key; read whole: h1's row only, by id.
+        self.assertTrue(any(s.startswith('SELECT compute_nodes.id, compute_nodes.updated_at, '
+                                         'compute_nodes.created_at, compute_nodes.host, '
+                                         'compute_nodes.hypervisor_hostname \nFROM')
+                            and 'updated_at >=' not in s for s in statements), statements)
+        whole = [s for s in statements if s.startswith(
+            'SELECT compute_nodes.id, compute_nodes.created_at, compute_nodes.updated_at, '
+            'compute_nodes.uuid')]
+        self.assertEqual(1, len(whole), statements)
+        self.assertIn('compute_nodes.id IN (?)', whole[0])
+
+    def test_periodic_check_drops_hosts_whose_rows_are_gone(self):
+        self._add_host('h1')
+        self._add_host('h2')
+        hm = self._manager()
+        with engines.main_engine().begin() as conn:  # no soft delete: no window sees it
+            conn.execute(sa.delete(db.nodes).where(db.nodes.c.host == 'h2'))
+        self._refresh(hm)
+        self.assertIn(('h2', 'h2'), hm.host_state_map)
         for sync in hm._cell_sync.values():
             sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1
-        statements = self._refresh(hm)
-        # The full read selects every compute node, not only the changed ones.
-        self.assertTrue(any('FROM compute_nodes' in s and 'updated_at >=' not in s
-                            for s in statements), statements)
+        self._refresh(hm)
+        self.assertEqual({('h1', 'h1')}, set(hm.host_state_map))
 
     def test_forced_full_refresh_always_reads(self):
         self._add_host('h1')
