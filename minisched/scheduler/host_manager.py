@@ -327,12 +327,8 @@ class HostManager:
                 return (*db.compute_hosts_get_all(cctxt, COMPUTE_BINARY,
                                                   unheld=self._unapplied(live)),
                         kind, marker, live)
-
-            def unheld(table_name, versions):
-                applied = recent[table_name].get
-                return [row_id for row_id, updated_at, created_at in versions
-                        if applied(row_id) != (updated_at, created_at)]
-            return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since, unheld=unheld),
+            return (*db.compute_changes_since(cctxt, COMPUTE_BINARY, since,
+                                              unheld=_not_recent(recent)),
                     kind, marker, None)
 
     def _unapplied(self, live):
@@ -709,6 +705,16 @@ _MARKERS_SET_BY = {FULL: ('full_marker', 'lookback_marker', 'marker'),
 def _version(row):
     """What ``recent`` keeps of an applied row: its timestamps (by id)."""
     return row['updated_at'], row['created_at']
+
+
+def _not_recent(recent):
+    """``unheld`` of a window's read: the ids of the listed rows whose version is not in
+    ``recent``."""
+    def unheld(table_name, versions):
+        applied = recent[table_name].get
+        return [row_id for row_id, updated_at, created_at in versions
+                if applied(row_id) != (updated_at, created_at)]
+    return unheld
 
 
 def _forget_out_of_reach(recent, horizon):
