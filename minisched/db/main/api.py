@@ -154,19 +154,23 @@ SHARED_HOST_COLUMNS = frozenset((
 
 #: What identifies the version of a row (``compute_changes_since``, ``compute_hosts_get_all``).
 VERSION_COLUMNS = ('id', 'updated_at', 'created_at')
-_SERVICE_VERSIONS = utils.changed_since_select(
-    services, services.c.binary == sa.bindparam('binary'),
-    columns=[services.c[name] for name in VERSION_COLUMNS])
-_NODE_VERSIONS = utils.changed_since_select(
-    nodes, columns=[nodes.c[name] for name in VERSION_COLUMNS])
 #: What identifies a row's host (``compute_hosts_get_all``), after its version.
 KEY_COLUMNS = {'services': ('host',), 'compute_nodes': ('host', 'hypervisor_hostname')}
+
+
+def _columns(table, names):
+    return [table.c[name] for name in names]
+
+
+_SERVICE_VERSIONS = utils.changed_since_select(
+    services, services.c.binary == sa.bindparam('binary'),
+    columns=_columns(services, VERSION_COLUMNS))
+_NODE_VERSIONS = utils.changed_since_select(nodes, columns=_columns(nodes, VERSION_COLUMNS))
 _LIVE_SERVICE_VERSIONS = sa.select(
-    *[services.c[name] for name in VERSION_COLUMNS + KEY_COLUMNS['services']]).where(
-        services.c.deleted == 0, services.c.binary == sa.bindparam('binary'))
+    *_columns(services, VERSION_COLUMNS + KEY_COLUMNS['services'])).where(
+        *_live(services, services.c.binary == sa.bindparam('binary')))
 _LIVE_NODE_VERSIONS = sa.select(
-    *[nodes.c[name] for name in VERSION_COLUMNS + KEY_COLUMNS['compute_nodes']]).where(
-        nodes.c.deleted == 0)
+    *_columns(nodes, VERSION_COLUMNS + KEY_COLUMNS['compute_nodes'])).where(*_live(nodes))
 
 
 def compute_hosts_get_all(context, binary, unheld=None):
@@ -184,8 +188,7 @@ def compute_hosts_get_all(context, binary, unheld=None):
                                     services.c.binary == binary, frozen=SHARED_HOST_COLUMNS),
                     utils.fetch_all(conn, nodes, *utils.visible(nodes, context),
                                     frozen=SHARED_HOST_COLUMNS))
-        return (_unheld_rows(conn, services, _LIVE_SERVICE_VERSIONS, unheld,
-                                  binary=binary),
+        return (_unheld_rows(conn, services, _LIVE_SERVICE_VERSIONS, unheld, binary=binary),
                 _unheld_rows(conn, nodes, _LIVE_NODE_VERSIONS, unheld))
 
 
@@ -207,7 +210,7 @@ def compute_changes_since(context, binary, since, unheld=None):
                     utils.fetch_changed_since(conn, _NODES_CHANGED, since=since,
                                               frozen=SHARED_HOST_COLUMNS))
         return (_unheld_rows(conn, services, _SERVICE_VERSIONS, unheld, since=since,
-                                  binary=binary),
+                             binary=binary),
                 _unheld_rows(conn, nodes, _NODE_VERSIONS, unheld, since=since))
 
 
