@@ -60,6 +60,9 @@ COMPUTE_BINARY = 'minisched-compute'
 LOCAL_CELL_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, 'minisched:local-cell'))
 #: Seconds between full re-reads of every cell (the incremental refresh's safety net).
 FULL_RESYNC_SECONDS = 60
+#: While every host held is mapped, the host mappings are read at most this often (seconds):
+#: see ``HostManager._mappings_settled``.
+MAPPINGS_SECONDS = 1.0
 #: Every request's read looks back this far before the newest timestamp seen.
 QUICK_SKEW = datetime.timedelta(seconds=0.5)
 #: At most this often (seconds), a read looks back ``SKEW`` before the previous look-back's
@@ -158,8 +161,10 @@ class HostManager:
         self._host_cells = {}                          # mapped host -> cell uuid
         self._host_cells_since = None
         self._host_cells_marker = None
+        self._host_cells_read_at = -MAPPINGS_SECONDS
         self._unmapped_warned = set()
         self._mappings_dirty = True
+        self._all_mapped = False                       # every host held is mapped
         self.cells = None
         self.enabled_cells = None
         self._initialized = False
@@ -255,14 +260,15 @@ class HostManager:
                 return
             now = self._refresh_started = time.monotonic()
             results = self._scatter_gather(context, full, now)
-            self._refresh_host_mappings(context, full or self._host_cells_since is None,
-                                        forced=full)
             for cell_uuid, (fetched, error) in results.items():
                 if error is not None:
                     self._mark_cell_down(cell_uuid, error)
                     continue
                 self._down_cells.pop(cell_uuid, None)
                 self._apply_cell(cell_uuid, *fetched, now=now)
+            # After the cells' rows: a host they brought is looked up in the same refresh.
+            self._refresh_host_mappings(context, full or self._host_cells_since is None,
+                                        forced=full, now=now)
             self._expire_consumption()
             self._apply_mappings()
         self.last_refresh_seconds = time.monotonic() - start
@@ -405,14 +411,17 @@ class HostManager:
 
     # -- host mappings: only mapped hosts are schedulable ------------------------------
 
-    def _refresh_host_mappings(self, context, full, forced=False):
+    def _refresh_host_mappings(self, context, full, forced, now):
         if self.cells == [None]:
             return  # no cells mapped: every host of the local database is schedulable
+        if not full and self._mappings_settled(now):
+            return
         since = None if full else self._host_cells_since - SKEW
         started = timeutils.utcnow()
         try:
             marker = api_db.changes_marker()
             if not forced and marker is not None and marker == self._host_cells_marker:
+                self._host_cells_read_at = now
                 return  # nothing committed to the API database since the last read
             found = api_db.host_mapping_get_host_cells(context, since=since)
         except Exception as exc:
@@ -426,6 +435,21 @@ class HostManager:
             self._mappings_dirty = True
         self._host_cells_since = started
         self._host_cells_marker = marker
+        self._host_cells_read_at = now
+
+    def _mappings_settled(self, now):
+        """Whether an incremental read of the host mappings can wait: every host held is
+        mapped to its cell and none appeared since the last read.
+
+        That read returns the mappings created since the previous one, and a host has one
+        mapping: a new one can only be for a host not held (kept for when it comes) or one
+        held and unmapped. A host deleted and mapped again (perhaps to another cell) is the
+        exception, so the read still runs every ``MAPPINGS_SECONDS``. Without a change
+        marker (PostgreSQL, MySQL) it was a transaction per request; on SQLite, every build
+        commits to the API database and made it run.
+        """
+        return (self._all_mapped and not self._mappings_dirty and
+                now - self._host_cells_read_at < MAPPINGS_SECONDS)
 
     def _apply_mappings(self):
         """Flag the rows of mapped hosts; tell the operator about unmapped ones, once each."""
@@ -434,15 +458,18 @@ class HostManager:
         self._mappings_dirty = False
         local = self.cells == [None]
         mapped = self.table.columns['mapped']
+        all_mapped = True
         for (host, _node), state in self.host_state_map.items():
             is_mapped = local or self._host_cells.get(host) == state.cell_uuid
             mapped[state.row] = is_mapped
+            all_mapped = all_mapped and is_mapped
             if not is_mapped and host not in self._unmapped_warned:
                 self._unmapped_warned.add(host)
                 LOG.warning('Compute host %s has no host mapping and is not schedulable. Run '
                             '"minisched-manage cell discover_hosts" to map it.', host)
             elif is_mapped:
                 self._unmapped_warned.discard(host)
+        self._all_mapped = all_mapped
 
     def _update_node(self, row, cell_uuid):
         """Apply a compute node row to its host state (made if new); False when it cannot be
@@ -481,6 +508,8 @@ class HostManager:
         if state in states:
             states.remove(state)
         state.release()
+        if not self._all_mapped:
+            self._mappings_dirty = True  # perhaps the last unmapped host: see again
 
     def _expire_consumption(self):
         """Drop in-memory consumption that no compute report followed within the TTL.

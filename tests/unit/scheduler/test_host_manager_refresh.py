@@ -2,6 +2,7 @@
 import datetime
 import shutil
 import tempfile
+from unittest import mock
 
 import sqlalchemy as sa
 from oslo_utils import timeutils
@@ -174,6 +175,39 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         self.assertTrue(any('host_mappings' in s for s in statements), statements)
         self.assertEqual(['h1', 'h2'], _schedulable(hm))
 
+    def test_host_mappings_wait_only_while_every_host_held_is_mapped(self):
+        cell = api_db.cell_mapping_create(self.ctxt, {
+            'name': 'cell1', 'database_connection': self.main_url,
+            'transport_url': 'none:///'})
+        node = self._add_host('h1')
+        api_db.host_mapping_create(self.ctxt, 'h1', cell['id'])
+        hm = self._manager()
+        self.assertEqual(['h1'], _schedulable(hm))
+        with mock.patch.object(host_manager, 'MAPPINGS_SECONDS', 3600):  # never due here
+            # A commit to the API database (an instance built would make one): every host
+            # held is mapped, so nothing the read could find would change what is schedulable.
+            api_db.host_mapping_create(self.ctxt, 'not-held-yet', cell['id'])
+            self.assertFalse(_read_mappings(self._refresh(hm)))
+            self._add_host('h2')  # a host appears: its mapping is looked up at once
+            self.assertTrue(_read_mappings(self._refresh(hm)))
+            self.assertEqual(['h1'], _schedulable(hm))
+            # While a host held is unmapped, every commit to the API database is read.
+            api_db.host_mapping_create(self.ctxt, 'elsewhere', cell['id'])
+            self.assertTrue(_read_mappings(self._refresh(hm)))
+            api_db.host_mapping_create(self.ctxt, 'h2', cell['id'])
+            self.assertTrue(_read_mappings(self._refresh(hm)))
+            self.assertEqual(['h1', 'h2'], _schedulable(hm))
+            db.compute_node_update(self.ctxt, node['id'], {'free_ram_mb': 1,
+                                                            'updated_at': timeutils.utcnow()})
+            self.assertFalse(_read_mappings(self._refresh(hm)))
+            # The mapping created before the host came was kept: it is schedulable at once.
+            self._add_host('not-held-yet')
+            self._refresh(hm)
+            self.assertEqual(['h1', 'h2', 'not-held-yet'], _schedulable(hm))
+        hm._host_cells_read_at -= host_manager.MAPPINGS_SECONDS  # due again
+        api_db.host_mapping_create(self.ctxt, 'h3', cell['id'])
+        self.assertTrue(_read_mappings(self._refresh(hm)))
+
 
 
 class TestLateCommits(_RefreshTestCase):
@@ -292,6 +326,10 @@ class TestLateCommits(_RefreshTestCase):
         del self.statements_params[:]
         return [sorted(p) if isinstance(p, (list, tuple)) else sorted(p.values())
                 for p in reads]
+
+
+def _read_mappings(statements):
+    return any('host_mappings' in statement for statement in statements)
 
 
 def _schedulable(hm):
