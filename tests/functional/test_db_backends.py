@@ -149,10 +149,17 @@ def test_scheduler_reads(ctx):
     assert services == [] and [dict(row) for row in nodes] == [newer]
     assert main_db.compute_changes_since(ctx, main_db.COMPUTE_BINARY, since,
                                          unheld=lambda name, versions: []) == ([], [])
+    later = main_db.service_update(ctx, service['id'], {'disabled_reason': 'maintenance'})
+    listed.clear()
+    services, nodes = main_db.compute_changes_since(ctx, main_db.COMPUTE_BINARY, since,
+                                                    unheld=unheld)
+    assert listed == {'services': [(service['id'], later['updated_at'], later['created_at'])],
+                      'compute_nodes': [(node['id'], newer['updated_at'], newer['created_at'])]}
+    assert [dict(row) for row in services] == [later] and [dict(row) for row in nodes] == [newer]
     listed.clear()
     services, nodes = main_db.compute_hosts_get_all(ctx, main_db.COMPUTE_BINARY, unheld=unheld)
-    assert listed == {'services': [(service['id'], service['updated_at'],
-                                    service['created_at'], 'h1')],
+    assert listed == {'services': [(service['id'], later['updated_at'],
+                                    later['created_at'], 'h1')],
                       'compute_nodes': [(node['id'], newer['updated_at'], newer['created_at'],
                                          'h1', 'n1')]}
     assert [dict(row) for row in nodes] == [newer]

@@ -162,10 +162,19 @@ def _columns(table, names):
     return [table.c[name] for name in names]
 
 
-_SERVICE_VERSIONS = utils.changed_since_select(
-    services, services.c.binary == sa.bindparam('binary'),
-    columns=_columns(services, VERSION_COLUMNS))
-_NODE_VERSIONS = utils.changed_since_select(nodes, columns=_columns(nodes, VERSION_COLUMNS))
+def _tagged_versions(index, table, *where):
+    """The versions of ``table``'s rows changed since ``since``, tagged with ``index``."""
+    return utils.changed_since_select(
+        table, *where,
+        columns=[sa.literal_column(str(index)).label('tbl'), *_columns(table, VERSION_COLUMNS)])
+
+
+#: The versions of both tables' changed rows in one statement: one round trip, and one
+#: snapshot on every backend. Its first column is the table's index in ``_VERSIONED_TABLES``.
+_VERSIONED_TABLES = (services, nodes)
+_CHANGED_VERSIONS = sa.union_all(
+    _tagged_versions(0, services, services.c.binary == sa.bindparam('binary')),
+    _tagged_versions(1, nodes))
 _LIVE_SERVICE_VERSIONS = sa.select(
     *_columns(services, VERSION_COLUMNS + KEY_COLUMNS['services'])).where(
         *_live(services, services.c.binary == sa.bindparam('binary')))
@@ -197,11 +206,12 @@ def compute_changes_since(context, binary, since, unheld=None):
     ``compute_node_get_all_changed_since`` in one transaction (one snapshot, one checkout),
     as FrozenRows (the scheduler's incremental read).
 
-    With ``unheld``, the changed rows are listed by version first (their
-    ``VERSION_COLUMNS``), and ``unheld(table_name, versions)`` returns the ids among them to
-    read whole: the rows whose version the caller does not hold. The scheduler's reads look
-    back before the newest timestamp they saw, and in a cluster whose computes report, that
-    window holds hundreds of rows already applied: reading them whole cost most of a refresh.
+    With ``unheld``, the changed rows of both tables are listed by version first (their
+    ``VERSION_COLUMNS``, in one statement), and ``unheld(table_name, versions)`` returns the
+    ids among them to read whole: the rows whose version the caller does not hold. The
+    scheduler's reads look back before the newest timestamp they saw, and in a cluster whose
+    computes report, that window holds hundreds of rows already applied: reading them whole
+    cost most of a refresh.
     """
     with _begin(context) as conn:
         if unheld is None:
@@ -209,13 +219,19 @@ def compute_changes_since(context, binary, since, unheld=None):
                                               binary=binary, frozen=SHARED_HOST_COLUMNS),
                     utils.fetch_changed_since(conn, _NODES_CHANGED, since=since,
                                               frozen=SHARED_HOST_COLUMNS))
-        return (_unheld_rows(conn, services, _SERVICE_VERSIONS, unheld, since=since,
-                             binary=binary),
-                _unheld_rows(conn, nodes, _NODE_VERSIONS, unheld, since=since))
+        listed = tuple([] for _ in _VERSIONED_TABLES)
+        for index, *version in conn.execute(_CHANGED_VERSIONS, {'since': since,
+                                                                 'binary': binary}):
+            listed[index].append(version)
+        return tuple(_whole_rows(conn, table, unheld(table.name, versions))
+                     for table, versions in zip(_VERSIONED_TABLES, listed))
 
 
 def _unheld_rows(conn, table, versions, unheld, **params):
-    ids = unheld(table.name, conn.execute(versions, params).all())
+    return _whole_rows(conn, table, unheld(table.name, conn.execute(versions, params).all()))
+
+
+def _whole_rows(conn, table, ids):
     return utils.fetch_by_ids(conn, table, ids, frozen=SHARED_HOST_COLUMNS) if ids else []
 
 

@@ -261,7 +261,7 @@ def test_compute_hosts_reads_for_the_scheduler(ctx):
     read-only rows whose repeating strings are shared."""
     one = _service(ctx)
     two = _service(ctx, host='host2', disabled=True)
-    _service(ctx, binary='minisched-scheduler', topic='scheduler')
+    scheduler = _service(ctx, binary='minisched-scheduler', topic='scheduler')
     gone = _service(ctx, host='host3')
     db.service_destroy(ctx, gone['id'])
     node = _node(ctx)
@@ -307,6 +307,16 @@ def test_compute_hosts_reads_for_the_scheduler(ctx):
         (newer['id'], newer['updated_at'], newer['created_at'])])]
     assert db.compute_changes_since(ctx, COMPUTE, since,
                                     unheld=lambda name, versions: []) == ([], [])
+    # Both tables listed in one statement, each row under its own table (and binary).
+    later = db.service_update(ctx, two['id'], {'disabled_reason': 'maintenance'})
+    db.service_update(ctx, scheduler['id'], {'disabled_reason': 'maintenance'})
+    del asked[:]
+    services, nodes = db.compute_changes_since(ctx, COMPUTE, since, unheld=unheld)
+    assert asked == [('services', [(two['id'], later['updated_at'], later['created_at'])]),
+                     ('compute_nodes', [(newer['id'], newer['updated_at'],
+                                         newer['created_at'])])]
+    assert [dict(row) for row in services] == [later]
+    assert [row['id'] for row in nodes] == [newer['id']]
 
 
 # -- instances ------------------------------------------------------------------------------------
