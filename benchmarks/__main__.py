@@ -1,11 +1,12 @@
 """``python -m benchmarks``: every performance figure of minisched against its target.
 
 Benches (``--skip`` any of them): ``pipeline`` (filter + weigh + pick over prebuilt host
-states, checked against the per-host reference), ``refresh`` (host states from SQLite and
-PostgreSQL), ``e2e`` (select_destinations over RabbitMQ vs a bare echo call), ``memory``
-(scheduler worker RSS at 10,000 hosts) and ``build`` (boots through fake computes). Hosts are
-synthetic except in ``build``. Prints a table (figure, value, target, met?) and a CSV; exits 1
-when a bench fails or a decision differs from the reference, never because of a timing.
+states, checked against the per-host reference), ``refresh`` (host states from SQLite,
+PostgreSQL and MySQL/MariaDB), ``e2e`` (select_destinations over RabbitMQ vs a bare echo
+call), ``memory`` (scheduler worker RSS at 10,000 hosts) and ``build`` (boots through fake
+computes). Hosts are synthetic except in ``build``. Prints a table (figure, value, target,
+met?) and a CSV; exits 1 when a bench fails or a decision differs from the reference, never
+because of a timing.
 """
 import argparse
 import sys
@@ -48,14 +49,15 @@ def _requests_for(args):
 
 def _plan(args):
     """``[(bench name, callable returning figures)]`` in run order."""
-    from benchmarks import build, e2e, memory, pipeline, refresh
+    from benchmarks import build, databases, e2e, memory, pipeline, refresh
     quick = args.quick
     sizes = ([int(s) for s in args.sizes.split(',') if s.strip()] if args.sizes else
              list(QUICK_SIZES if quick else FULL_SIZES))
     instances, computes, per_process = BUILD[0 if quick else 1]
     return [
         ('pipeline', lambda out: pipeline.run(sizes, _requests_for(args), out=out)),
-        ('refresh', lambda out: refresh.run(repeats=1 if quick else 3, postgres=not quick,
+        ('refresh', lambda out: refresh.run(repeats=1 if quick else 3,
+                                            servers=() if quick else databases.SERVER_BACKENDS,
                                             live_samples=50 if quick else 250, out=out)),
         ('e2e', lambda out: e2e.run(calls=40 if quick else 300, seconds=3 if quick else 15,
                                     out=out)),

@@ -1,8 +1,11 @@
-"""Throwaway databases for the benches: an SQLite file, or a PostgreSQL database when reachable.
+"""Throwaway databases for the benches: an SQLite file, or a PostgreSQL or MySQL/MariaDB
+database when its server is reachable.
 
-Both schemas (cell and API) go into the one database. PostgreSQL is reached through an admin
-URL (``MINISCHED_BENCH_PG_URL``, else ``MINISCHED_TEST_PG_URL``, else
-``postgresql+psycopg2://postgres@127.0.0.1:5432/test``); the bench database is dropped after.
+Both schemas (cell and API) go into the one database. A server is reached through an admin URL
+(PostgreSQL: ``MINISCHED_BENCH_PG_URL``, else ``MINISCHED_TEST_PG_URL``, else
+``postgresql+psycopg2://postgres@127.0.0.1:5432/test``; MySQL: ``MINISCHED_BENCH_MYSQL_URL``,
+else ``MINISCHED_TEST_MYSQL_URL``, else ``mysql+pymysql://root@127.0.0.1:3306/test``); the
+bench database is dropped after.
 """
 import contextlib
 import os
@@ -12,12 +15,19 @@ import uuid
 
 from benchmarks import common
 
-PG_DEFAULT = 'postgresql+psycopg2://postgres@127.0.0.1:5432/test'
+#: backend -> (environment variables, in order, then the default admin URL).
+ADMIN_URLS = {
+    'postgresql': (('MINISCHED_BENCH_PG_URL', 'MINISCHED_TEST_PG_URL'),
+                   'postgresql+psycopg2://postgres@127.0.0.1:5432/test'),
+    'mysql': (('MINISCHED_BENCH_MYSQL_URL', 'MINISCHED_TEST_MYSQL_URL'),
+              'mysql+pymysql://root@127.0.0.1:3306/test'),
+}
+SERVER_BACKENDS = tuple(ADMIN_URLS)
 
 
-def pg_admin_url():
-    return (os.environ.get('MINISCHED_BENCH_PG_URL') or os.environ.get('MINISCHED_TEST_PG_URL')
-            or PG_DEFAULT)
+def admin_url(backend):
+    variables, default = ADMIN_URLS[backend]
+    return next((os.environ[v] for v in variables if os.environ.get(v)), default)
 
 
 def sync(url):
@@ -44,12 +54,12 @@ def sqlite_db(directory=None):
             os.unlink(url[len('sqlite:///'):])
 
 
-def pg_reachable():
-    """``(True, '')`` when the PostgreSQL admin URL accepts a connection, else (False, why)."""
+def reachable(backend):
+    """``(True, '')`` when ``backend``'s admin URL accepts a connection, else (False, why)."""
     import sqlalchemy as sa
     from sqlalchemy import pool
     try:
-        engine = sa.create_engine(pg_admin_url(), poolclass=pool.NullPool,
+        engine = sa.create_engine(admin_url(backend), poolclass=pool.NullPool,
                                   connect_args={'connect_timeout': 3})
         with engine.connect():
             pass
@@ -60,15 +70,21 @@ def pg_reachable():
 
 
 @contextlib.contextmanager
-def postgres_db():
-    """URL of a new, migrated PostgreSQL database (dropped after)."""
+def server_db(backend):
+    """URL of a new, migrated database on ``backend``'s server (dropped after)."""
     import sqlalchemy as sa
     from sqlalchemy import pool
-    admin = sa.engine.make_url(pg_admin_url())
+    admin = sa.engine.make_url(admin_url(backend))
     name = 'minisched_bench_%d_%s' % (os.getpid(), uuid.uuid4().hex[:8])
     engine = sa.create_engine(admin, poolclass=pool.NullPool, isolation_level='AUTOCOMMIT')
+    quoted = engine.dialect.identifier_preparer.quote_identifier(name)
+    create, drop = 'CREATE DATABASE %s' % quoted, 'DROP DATABASE IF EXISTS %s' % quoted
+    if backend == 'mysql':
+        create += ' CHARACTER SET utf8mb4'
+    else:
+        drop += ' WITH (FORCE)'
     with engine.connect() as conn:
-        conn.execute(sa.text('CREATE DATABASE "%s"' % name))
+        conn.execute(sa.text(create))
     url = admin.set(database=name).render_as_string(hide_password=False)
     try:
         sync(url)
@@ -76,7 +92,7 @@ def postgres_db():
     finally:
         _dispose()
         with engine.connect() as conn:
-            conn.execute(sa.text('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name))
+            conn.execute(sa.text(drop))
         engine.dispose()
 
 

@@ -1,4 +1,5 @@
-"""Refresh bench: host states from a real database (SQLite, and PostgreSQL when reachable).
+"""Refresh bench: host states from a real database (SQLite, then PostgreSQL and MySQL/MariaDB
+when reachable).
 
 Synthetic hosts are bulk-inserted (services, compute nodes, a cell mapping and a host mapping
 each, all older than the incremental refresh's look-back), then a HostManager is timed: a cold
@@ -206,21 +207,22 @@ def figures_for(result, hosts, backend):
     return out
 
 
-def run(hosts=TARGET_HOSTS, repeats=3, postgres=True, live_samples=250, out=print):
+def run(hosts=TARGET_HOSTS, repeats=3, servers=databases.SERVER_BACKENDS, live_samples=250,
+        out=print):
+    """The figures on SQLite, then on each of ``servers`` that is reachable."""
     conf = common.in_process_conf()
     figures = []
     with common.quiet_logs():
         with databases.sqlite_db() as url:
             figures += figures_for(run_backend(conf, url, hosts, repeats, live_samples), hosts,
                                    'sqlite')
-        if not postgres:
-            return figures
-        reachable, why = databases.pg_reachable()
-        if not reachable:
-            figures.append(common.info('refresh [postgresql]', 'skipped', '',
-                                       'not reachable: %s' % why))
-            return figures
-        with databases.postgres_db() as url:
-            figures += figures_for(run_backend(conf, url, hosts, repeats, live_samples), hosts,
-                                   'postgresql')
+        for backend in servers:
+            reachable, why = databases.reachable(backend)
+            if not reachable:
+                figures.append(common.info('refresh [%s]' % backend, 'skipped', '',
+                                           'not reachable: %s' % why))
+                continue
+            with databases.server_db(backend) as url:
+                figures += figures_for(run_backend(conf, url, hosts, repeats, live_samples),
+                                       hosts, backend)
     return figures

@@ -101,3 +101,43 @@ class TestReportingRefresh(base.TestCase):
         figure, = [f for f in refresh.figures_for(result, 200, 'sqlite')
                    if f.figure.startswith('refresh, reporting cluster')]
         self.assertIn('rows written/s', figure.note)
+
+
+class TestServerDatabases(base.TestCase):
+    """The benches' throwaway databases on the servers: made with both schemas, then dropped."""
+
+    def test_each_server_gets_a_migrated_database_dropped_after(self):
+        import sqlalchemy as sa
+        from sqlalchemy import pool
+
+        from benchmarks import databases
+        for backend in databases.SERVER_BACKENDS:
+            with self.subTest(backend=backend):
+                reachable, why = databases.reachable(backend)
+                if not reachable:
+                    message = '%s server not reachable: %s' % (backend, why)
+                    if os.environ.get('CI', '').lower() == 'true':
+                        self.fail(message)
+                    self.skipTest(message)
+                with databases.server_db(backend) as url:
+                    engine = sa.create_engine(url, poolclass=pool.NullPool)
+                    tables = set(sa.inspect(engine).get_table_names())
+                    engine.dispose()
+                self.assertTrue({'compute_nodes', 'services', 'host_mappings'} <= tables)
+                self.assertNotIn(sa.engine.make_url(url).database, _databases(backend))
+
+
+def _databases(backend):
+    """The names of the databases on ``backend``'s server."""
+    import sqlalchemy as sa
+    from sqlalchemy import pool
+
+    from benchmarks import databases
+    query = ('SELECT datname FROM pg_database' if backend == 'postgresql' else
+             'SHOW DATABASES')
+    admin = sa.create_engine(databases.admin_url(backend), poolclass=pool.NullPool)
+    try:
+        with admin.connect() as conn:
+            return {name for name, in conn.execute(sa.text(query))}
+    finally:
+        admin.dispose()
