@@ -142,9 +142,9 @@ def figures_for(result, count, computes, processes, backend):
 
 
 def run(instances=1000, computes=200, per_process=25, timeout=900, out=print):
-    reachable, _why = databases.pg_reachable()
+    reachable, _why = databases.reachable('postgresql')
     backend = 'postgresql' if reachable else 'sqlite'
-    db_context = databases.postgres_db() if reachable else databases.sqlite_db()
+    db_context = databases.server_db('postgresql') if reachable else databases.sqlite_db()
     with cluster.vhost(suffix='build') as url, db_context as db_url:
         # oslo.db's default overflow (50 per worker) could exhaust a shared PostgreSQL; 10
         # made a few conductor calls time out waiting for a connection at 200 computes.
