@@ -159,8 +159,8 @@ FETCH_ROWS = 500
 
 
 def to_frozen(result, shared=()):
-    """The rows of ``result`` as FrozenRows, read one at a time (no list of dicts first);
-    string values of the ``shared`` columns interned."""
+    """The rows of ``result`` as FrozenRows, fetched :data:`FETCH_ROWS` at a time (no list
+    of every row or dict first); string values of the ``shared`` columns interned."""
     names = tuple(result.keys())
     index, positions = _index_of(names), _positions(names, shared)
     return [FrozenRow(index, _shared_values(tuple(row), positions))

@@ -3,8 +3,9 @@
 Unlike Nova's (which rebuilds every host state from the database on every request), host
 states here live for the process and are refreshed incrementally: each refresh reads only the
 compute node and service rows changed since the previous one (``updated_at``), so an unchanged
-cluster costs two indexed queries. Instance lists come from the computes' fanout casts,
-aggregates from the API's.
+cluster costs one indexed query per cell. Instance lists come from the computes' fanout casts,
+aggregates from the API's; host mappings are read while a host held is unmapped or new, else
+at most every ``MAPPINGS_SECONDS``.
 
 A row can be committed after a row with a newer timestamp was read (two conductors, a slow
 commit). Each read therefore looks back before the newest timestamp seen: ``QUICK_SKEW`` on
@@ -14,11 +15,10 @@ is checked (listed by version and key: rows whose version is not the one applied
 hosts whose rows are gone are dropped). Rows found in a window are listed by version first
 and read whole only when the version is not one applied lately (kept per cell while it can
 still fall in a window): in a cluster whose computes report, the windows hold hundreds to
-thousands of unchanged rows. A report is thus
-seen by the next request unless it was committed more than ``QUICK_SKEW`` after its
-timestamp, and then within ``LOOKBACK_SECONDS``. When the database can say cheaply that
-nothing was committed since the last read (an SQLite file: ``minisched.db.markers``), the
-queries are skipped altogether.
+thousands of unchanged rows. A report is thus seen by the next request unless it was
+committed more than ``QUICK_SKEW`` after its timestamp, and then within
+``LOOKBACK_SECONDS``. When the database can say cheaply that nothing was committed since the
+last read (an SQLite file: ``minisched.db.markers``), the queries are skipped altogether.
 """
 import collections
 from concurrent import futures
