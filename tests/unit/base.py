@@ -1,4 +1,6 @@
 """Base class of unit tests: isolated config with ``self.flags``, objects registered."""
+import importlib
+import os
 import unittest
 
 from oslo_config import cfg
@@ -11,6 +13,24 @@ from minisched import objects
 objects.register_all()
 
 uuids = uuidsentinel
+
+
+def import_without_eventlet(name):
+    """Import ``name`` (a ``minisched.cmd`` module) without eventlet-patching this test
+    process (``minisched.cmd`` skips the patch when ``MINISCHED_EVENTLET_PATCH=0``).
+
+    The environment variable is restored at once: services that later tests start as
+    subprocesses must still be patched.
+    """
+    saved = os.environ.get('MINISCHED_EVENTLET_PATCH')
+    os.environ['MINISCHED_EVENTLET_PATCH'] = '0'
+    try:
+        return importlib.import_module(name)
+    finally:
+        if saved is None:
+            del os.environ['MINISCHED_EVENTLET_PATCH']
+        else:
+            os.environ['MINISCHED_EVENTLET_PATCH'] = saved
 
 
 class TestCase(unittest.TestCase):

@@ -1,9 +1,7 @@
 """``minisched.tap`` without a broker: decoding envelopes, summaries, call/reply pairing, CLI."""
 import argparse
-import importlib
 import io
 import json
-import os
 import zlib
 
 import pytest
@@ -11,28 +9,12 @@ from oslo_config import cfg
 
 from minisched import context, objects, tap
 from minisched.objects import base as obj_base
+from tests.unit import base
 
 objects.register_all()
 
 
-def _import_without_eventlet(name):
-    """Import ``name`` from ``minisched.cmd`` without eventlet-patching this test process.
-
-    The environment variable is restored at once: services that later tests start as
-    subprocesses must still be patched.
-    """
-    saved = os.environ.get('MINISCHED_EVENTLET_PATCH')
-    os.environ['MINISCHED_EVENTLET_PATCH'] = '0'
-    try:
-        return importlib.import_module(name)
-    finally:
-        if saved is None:
-            del os.environ['MINISCHED_EVENTLET_PATCH']
-        else:
-            os.environ['MINISCHED_EVENTLET_PATCH'] = saved
-
-
-manage_rpc = _import_without_eventlet('minisched.cmd.manage_rpc')
+manage_rpc = base.import_without_eventlet('minisched.cmd.manage_rpc')
 
 MSG_ID = '0f1e2d3c4b5a69788796a5b4c3d2e1f0'
 REPLY_Q = 'reply_4a1b6e3c9d2f48a7b5c0e1d2f3a4b5c6'

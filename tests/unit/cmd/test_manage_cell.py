@@ -1,7 +1,5 @@
 """``minisched-manage cell``: each action run in-process through ``manage.main`` against SQLite
 files in a temporary directory (API database, the local cell "main", and a second cell)."""
-import importlib
-import os
 import re
 
 import pytest
@@ -12,6 +10,7 @@ from minisched.db import engines, migration
 from minisched.db.api import api as api_db
 from minisched.db.main import api as main_db
 from minisched.objects import host_mapping as host_mapping_obj
+from tests.unit import base
 
 objects.register_all()
 
@@ -20,21 +19,8 @@ UUID_RE = r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 TRANSPORT = 'rabbit://guest:s3cret@mq.example:5672/'
 
 
-def _import_without_eventlet(name):
-    """Import a ``minisched.cmd`` module without eventlet-patching the test process."""
-    saved = os.environ.get('MINISCHED_EVENTLET_PATCH')
-    os.environ['MINISCHED_EVENTLET_PATCH'] = '0'
-    try:
-        return importlib.import_module(name)
-    finally:
-        if saved is None:
-            del os.environ['MINISCHED_EVENTLET_PATCH']
-        else:
-            os.environ['MINISCHED_EVENTLET_PATCH'] = saved
-
-
-manage = _import_without_eventlet('minisched.cmd.manage')
-manage_cell = _import_without_eventlet('minisched.cmd.manage_cell')
+manage = base.import_without_eventlet('minisched.cmd.manage')
+manage_cell = base.import_without_eventlet('minisched.cmd.manage_cell')
 
 
 class Env:

@@ -5,9 +5,7 @@ session), with the categories added to ``EXTRA_CATEGORIES``; no broker: the sche
 the compute API and the SchedulerAPI are fakes put in the modules' factories.
 """
 import datetime
-import importlib
 import json
-import os
 import shutil
 
 import pytest
@@ -23,29 +21,17 @@ from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action, instance_fault
 from minisched.objects import request_spec, selection
 from minisched.objects import service as service_obj
+from tests.unit import base
 
 objects.register_all()
 
 CATEGORIES = ('flavor', 'group', 'aggregate', 'server', 'scheduler')
 
 
-def _import_without_eventlet(name):
-    """Import a ``minisched.cmd`` module without eventlet-patching this test process."""
-    saved = os.environ.get('MINISCHED_EVENTLET_PATCH')
-    os.environ['MINISCHED_EVENTLET_PATCH'] = '0'
-    try:
-        return importlib.import_module(name)
-    finally:
-        if saved is None:
-            del os.environ['MINISCHED_EVENTLET_PATCH']
-        else:
-            os.environ['MINISCHED_EVENTLET_PATCH'] = saved
-
-
-manage = _import_without_eventlet('minisched.cmd.manage')
-manage_aggregate = _import_without_eventlet('minisched.cmd.manage_aggregate')
-manage_scheduler = _import_without_eventlet('minisched.cmd.manage_scheduler')
-manage_server = _import_without_eventlet('minisched.cmd.manage_server')
+manage = base.import_without_eventlet('minisched.cmd.manage')
+manage_aggregate = base.import_without_eventlet('minisched.cmd.manage_aggregate')
+manage_scheduler = base.import_without_eventlet('minisched.cmd.manage_scheduler')
+manage_server = base.import_without_eventlet('minisched.cmd.manage_server')
 
 
 class FakeQueryClient:
