@@ -1,4 +1,5 @@
 """The RPC layer: one transport per process, clients and servers carrying context and objects."""
+import functools
 import logging
 import os
 import queue
@@ -173,8 +174,12 @@ class Client:
     however short its timeout. Here each call runs in a thread of its own and the caller
     waits at most its ``call_monitor_timeout`` (else its ``timeout``); at that point, if
     the broker's port does not even accept a TCP connection, the caller gets MessagingTimeout
-    while the call is abandoned; otherwise it waits out the rest of ``timeout``. A call
-    abandoned this way is still published when the broker is back; its answer goes nowhere.
+    while the call is abandoned; otherwise it waits out the rest of ``timeout``. The call's
+    thread reconnects only until the caller's whole wait (``timeout`` + :data:`CALL_GRACE`)
+    has passed (a ``retry`` count sized from the ``[oslo_messaging_rabbit]`` backoff, unless
+    the caller chose one): an abandoned call is published if the broker is back within that
+    time, its answer going nowhere, and otherwise ends unsent instead of reconnecting, and
+    publishing a stale request, whenever the broker returns.
     The threads are reused (:class:`_CallThreads`): starting one per call costs about half a
     millisecond, an eighth of a whole call to a local broker.
     """
@@ -215,17 +220,22 @@ class _CallContext:
     def call(self, ctxt, method, **kwargs):
         outcome = []
         done = threading.Event()
+        timeout = self._context.timeout or self._context.conf.rpc_response_timeout
+        context = self._context
+        if context.retry is None or context.retry < 0:  # oslo.messaging: retry forever
+            retries = reconnect_retries(context.conf, timeout + CALL_GRACE)
+            if retries is not None:
+                context = context.prepare(retry=retries)
 
         def run():
             try:
-                outcome.append((True, self._context.call(ctxt, method, **kwargs)))
+                outcome.append((True, context.call(ctxt, method, **kwargs)))
             except BaseException as exc:  # handed to the caller below
                 outcome.append((False, exc))
             finally:
                 done.set()
 
         CALL_THREADS.submit(run)
-        timeout = self._context.timeout or self._context.conf.rpc_response_timeout
         first = min(self._context.call_monitor_timeout or timeout, timeout)
         if not done.wait(first + CALL_GRACE):
             unreachable = _unreachable_broker(self._context.conf, self._url)
@@ -239,6 +249,37 @@ class _CallContext:
         if not ok:
             raise value
         return value
+
+
+def reconnect_retries(conf, seconds):
+    """How many reconnection attempts oslo.messaging's rabbit driver makes, after the first,
+    before it has slept at least ``seconds`` between them; None when its backoff never
+    sleeps (then no count stands for a time).
+
+    The driver sleeps ``rabbit_retry_interval`` after the first failure, ``rabbit_retry_backoff``
+    more after each next one, never more than ``rabbit_interval_max`` (kombu's
+    ``retry_over_time``). Other drivers take the count and ignore it.
+    """
+    try:
+        rabbit = conf.oslo_messaging_rabbit
+        start, step, ceiling = (rabbit.rabbit_retry_interval, rabbit.rabbit_retry_backoff,
+                                rabbit.rabbit_interval_max)
+    except (cfg.NoSuchOptError, AttributeError):
+        start, step, ceiling = 1, 2, 30  # the driver's defaults
+    return _retries_for(float(start), float(step), float(ceiling), float(seconds))
+
+
+@functools.lru_cache(maxsize=64)
+def _retries_for(start, step, ceiling, seconds):
+    slept, interval, retries = 0.0, start, 0
+    while slept < seconds:
+        pause = min(interval, ceiling)
+        if pause <= 0 and step <= 0:
+            return None
+        slept += max(pause, 0.0)
+        interval += step
+        retries += 1
+    return retries
 
 
 class _CallThreads:

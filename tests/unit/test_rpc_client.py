@@ -69,11 +69,25 @@ class TestDeadline(base.TestCase):
 
     def test_call_monitor_timeout_bounds_the_wait_for_an_unreachable_broker(self):
         port = _closed_port()
-        client = self._client('rabbit://guest:guest@127.0.0.1:%d/' % port, timeout=600,
+        # (Its abandoned call reconnects for the whole timeout: long next to the monitor's,
+        # short enough not to go on through the rest of the test run.)
+        client = self._client('rabbit://guest:guest@127.0.0.1:%d/' % port, timeout=30,
                               call_monitor_timeout=1)
         elapsed, message = self._timed_call(client)
         self.assertLess(elapsed, 1 + rpc.CALL_GRACE + 2)
         self.assertIn('unreachable', message)
+
+    def test_reconnect_retries_follow_the_rabbit_backoff(self):
+        rpc.init(self.conf, url='rabbit://guest:guest@127.0.0.1:%d/' % _closed_port())
+        self.addCleanup(rpc.cleanup)  # the driver registers its options
+        self.flags(group='oslo_messaging_rabbit', rabbit_retry_interval=1,
+                   rabbit_retry_backoff=2, rabbit_interval_max=30)
+        # pauses 1, 3, 5, 7: 16 s after four; 30 s pauses from the 15th on
+        self.assertEqual(4, rpc.reconnect_retries(self.conf, 11))
+        self.assertEqual(4, rpc.reconnect_retries(self.conf, 16))
+        self.assertEqual(5, rpc.reconnect_retries(self.conf, 16.5))
+        self.assertEqual(16 + 1, rpc.reconnect_retries(self.conf, 225 + 30 + 1))
+        self.assertIsNone(rpc._retries_for(0.0, 0.0, 30.0, 5.0))  # a backoff that never sleeps
 
     def test_reachable_bus_waits_the_whole_timeout(self):
         # With call_monitor_timeout 1 and timeout 3 on a bus that is up, the caller is not cut
