@@ -161,6 +161,11 @@ def with_user(url, user, password):
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
+def rabbit_port(url):
+    """The broker port of a rabbit transport URL (AMQP's 5672 when it names none)."""
+    return urllib.parse.urlsplit(url).port or 5672
+
+
 def with_port(url, port):
     """``url`` pointing at ``127.0.0.1:port`` (a TcpProxy), credentials and path kept."""
     parts = urllib.parse.urlsplit(url)

@@ -5,6 +5,7 @@ away kept a thread reconnecting for as long as the outage lasted, then published
 nobody waited for. ``rpc.Client`` sizes the call's ``retry`` so that the thread gives up after
 the backoff has slept the caller's whole wait (see ``rpc.reconnect_retries``).
 """
+import functools
 import time
 import uuid
 
@@ -16,7 +17,6 @@ from minisched import context
 from minisched import rpc
 from tests.functional import resilience
 from tests.functional import tcp_proxy
-from tests.functional.test_faults import rabbit_port
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
 
@@ -26,20 +26,16 @@ CALL_TIMEOUT = 2
 @pytest.fixture
 def cut_off_client(request, transport_url):
     """A client that made one call through a TcpProxy, with the proxy then cut."""
-    proxy = tcp_proxy.TcpProxy(rabbit_port(transport_url))
+    proxy = tcp_proxy.TcpProxy(resilience.rabbit_port(transport_url))
     request.addfinalizer(proxy.close)
     rpc.set_defaults(control_exchange='abandoned-%s' % uuid.uuid4().hex[:8])
     rpc.init(cfg.CONF, url=resilience.with_port(transport_url, proxy.port))
     request.addfinalizer(rpc.cleanup)
-    cfg.CONF.set_override('rabbit_retry_interval', 1, 'oslo_messaging_rabbit')
-    cfg.CONF.set_override('rabbit_retry_backoff', 0, 'oslo_messaging_rabbit')
-    cfg.CONF.set_override('rabbit_interval_max', 1, 'oslo_messaging_rabbit')
-    request.addfinalizer(lambda: cfg.CONF.clear_override('rabbit_retry_interval',
-                                                         'oslo_messaging_rabbit'))
-    request.addfinalizer(lambda: cfg.CONF.clear_override('rabbit_retry_backoff',
-                                                         'oslo_messaging_rabbit'))
-    request.addfinalizer(lambda: cfg.CONF.clear_override('rabbit_interval_max',
-                                                         'oslo_messaging_rabbit'))
+    for name, value in (('rabbit_retry_interval', 1), ('rabbit_retry_backoff', 0),
+                        ('rabbit_interval_max', 1)):
+        cfg.CONF.set_override(name, value, 'oslo_messaging_rabbit')
+        request.addfinalizer(functools.partial(cfg.CONF.clear_override, name,
+                                               'oslo_messaging_rabbit'))
     pool = rpc._CallThreads(name='rpc-call-abandoned')
     saved = rpc.CALL_THREADS
     rpc.CALL_THREADS = pool

@@ -9,7 +9,6 @@ works the same way, with a proxy in front of PostgreSQL.
 import os
 import signal
 import time
-import urllib.parse
 
 import oslo_messaging as messaging
 import pytest
@@ -36,10 +35,6 @@ TIMEOUT_SLACK = 2
 RABBIT = {'oslo_messaging_rabbit': {'rabbit_retry_interval': 1, 'rabbit_retry_backoff': 1,
                                     'rabbit_interval_max': 2}}
 RECOVERY_TIMEOUT = 45
-
-
-def rabbit_port(url):
-    return urllib.parse.urlsplit(url).port or 5672
 
 
 def report_counts(cluster, engine_url=None):
@@ -103,7 +98,7 @@ def proxied(request, tmp_path, database):
     Returns ``(cluster, proxy, direct_url)``; ``direct_url`` reaches the same vhost directly.
     """
     direct_url = resilience.own_vhost(request)
-    proxy = tcp_proxy.TcpProxy(rabbit_port(direct_url))
+    proxy = tcp_proxy.TcpProxy(resilience.rabbit_port(direct_url))
     request.addfinalizer(proxy.close)
     cluster = resilience.make_cluster(request, tmp_path,
                                       resilience.with_port(direct_url, proxy.port), database,
