@@ -5,12 +5,19 @@ in an SQLite file, no compute process; a real ``minisched-scheduler`` with 2 wor
 echo server of ``benchmarks.echo_server``, both on a vhost of their own. Clients are spawned
 processes using the product's own client (``SchedulerAPI``) and serializer.
 
-* Sequential: one client alternates a bare echo call (no payload), an echo of the request's
-  RequestSpec (information), the echo server's select_destinations (the wire floor: the same
-  request and answer, no scheduling; information) and a select_destinations of a small
-  flavor; the RequestSpecs are built before the clock starts (the call is timed, not the
-  caller's making of its arguments: about 0.3 ms a RequestSpec through
-  oslo.versionedobjects); target: p50 of select_destinations <= 1.3 x p50 of the bare echo.
+* Sequential: one client makes blocks of calls of one kind, the kinds taking turns: a bare
+  echo call (no payload), an echo of the request's RequestSpec (information), the echo
+  server's select_destinations (the wire floor: the same request and answer, no scheduling;
+  information) and a select_destinations of a small flavor; the RequestSpecs are built before
+  the clock starts (the call is timed, not the caller's making of its arguments: about 0.3 ms
+  a RequestSpec through oslo.versionedobjects); target: p50 of select_destinations <= 1.3 x
+  p50 of the bare echo. Blocks, not one call of each kind in turn: a server that answers one
+  call in four waits three foreign calls between two of its own, which no sequential caller
+  of it does, and on this VM a worker's code and data leave the caches within a few
+  milliseconds of idle (see the idle cost below); blocks of ``BLOCK`` calls still put every
+  kind under the same machine load over the run. The same calls are made again against the
+  scheduler with one worker (information): two workers take the calls in turn, so each one
+  waits a call longer between two of its own.
   The scheduler's own metrics endpoint (``[scheduler] metrics_listen_port``) gives its side
   of the time over the same calls.
 * Concurrent: 16 clients (4 processes x 4 threads) call select_destinations for a fixed time,
@@ -35,6 +42,8 @@ THROUGHPUT_TARGET = 300.0
 #: Small flavors only: the bench measures the call, not NoValidHost.
 SMALL_FLAVORS = pipeline.FLAVORS[:3]
 WARMUP_CALLS = 10
+#: Sequential calls of one kind in a row before the next kind takes its turn.
+BLOCK = 20
 #: RequestSpecs each concurrent client thread builds before the clock starts, then cycles.
 SPECS_PER_THREAD = 100
 
@@ -99,11 +108,12 @@ def _sequential_work(conf_file, calls, ready):
     requests = _specs(calls, seed=2)
     ready()
     times = {'bare': [], 'payload': [], 'floor': [], 'select': []}
-    for request in requests:  # interleaved: all four see the same machine load
-        times['bare'].append(_timed_ms(echo.call, ctxt, 'echo', payload=None))
-        times['payload'].append(_timed_ms(echo.call, ctxt, 'echo', payload=spec))
-        times['floor'].append(_timed_ms(_select, floor, ctxt, request))
-        times['select'].append(_timed_ms(_select, scheduler, ctxt, request))
+    for first in range(0, len(requests), BLOCK):  # the kinds take turns, a block each
+        block = requests[first:first + BLOCK]
+        times['bare'] += [_timed_ms(echo.call, ctxt, 'echo', payload=None) for _ in block]
+        times['payload'] += [_timed_ms(echo.call, ctxt, 'echo', payload=spec) for _ in block]
+        times['floor'] += [_timed_ms(_select, floor, ctxt, request) for request in block]
+        times['select'] += [_timed_ms(_select, scheduler, ctxt, request) for request in block]
     return times
 
 
@@ -171,7 +181,8 @@ def idle_cost(db_url, calls):
                 common.median([select(r, IDLE_SECONDS) for r in rest[calls:]]))
 
 
-def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None):
+def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None,
+                one=None):
     bare, payload, floor, select = (common.median(seq[k])
                                     for k in ('bare', 'payload', 'floor', 'select'))
     ratio = select / bare
@@ -188,6 +199,10 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None):
                         floor / bare)),
         common.info('select_destinations p50, sequential ' + label, select, 'ms',
                     'p99 %.3g ms' % common.percentile(seq['select'], 99)),
+        common.info('select_destinations p50, sequential, 1 worker', common.median(
+            one['select']), 'ms', '%.2fx the bare echo of its run (p50 %.3g ms)' % (
+                common.median(one['select']) / common.median(one['bare']),
+                common.median(one['bare']))) if one else None,
         common.info('scheduler-side mean per request, sequential', own['request'], 'ms',
                     'its own metrics: filter+weigh+pick incl. a refresh of mean %.3g ms' %
                     own['refresh']),
@@ -253,6 +268,16 @@ def _mean_ms(before, after, metric):
     return total / count * 1000 if count else float('nan')
 
 
+def _own_figures(port, calls_in):
+    """Run ``calls_in()`` (the sequential client); returns its times and the scheduler's own
+    mean request and refresh time (ms) over those calls, from its metrics endpoint."""
+    before = {}
+    seq = calls_in(on_ready=lambda: before.update(scrape(port)))
+    after = scrape(port)
+    return seq, {'request': _mean_ms(before, after, 'request_duration_seconds'),
+                 'refresh': _mean_ms(before, after, 'host_state_refresh_duration_seconds')}
+
+
 def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=print):
     with cluster.vhost(suffix='e2e') as url, databases.sqlite_db() as db_url:
         synthetic.write_db(db_url, synthetic.node_rows(hosts, now=synthetic.old_now(),
@@ -260,28 +285,29 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
                            api_url=db_url, cell_uuid=str(uuid.uuid4()), transport_url=url)
         idle = idle_cost(db_url, calls // 2)
         bench = cluster.Cluster(url, db_url)
+
+        def sequential(on_ready):
+            return cluster.run_children(_sequential, [(bench.conf_file, calls)], timeout=600,
+                                        on_ready=on_ready)[0]
         try:
             bench.start('echo', 'benchmarks.echo_server', ready='bench echo server ready')
             port = _free_port()
             start_scheduler(bench, workers, port)
             out('  e2e: scheduler (%d workers) and echo server up; %d sequential calls...'
                 % (workers, calls))
-            before = {}
-            seq, = cluster.run_children(_sequential, [(bench.conf_file, calls)], timeout=600,
-                                        on_ready=lambda: before.update(scrape(port)))
-            after = scrape(port)
-            own = {'request': _mean_ms(before, after, 'request_duration_seconds'),
-                   'refresh': _mean_ms(before, after,
-                                       'host_state_refresh_duration_seconds')}
+            seq, own = _own_figures(port, sequential)
             out('  e2e: %d clients for %.0f s...' % (procs * threads, seconds))
             conc = cluster.run_children(
                 _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
                               for seed in range(procs)], timeout=600)
             rss = worker_rss(bench)
+            bench.stop('scheduler')
+            out('  e2e: scheduler with 1 worker; %d sequential calls...' % calls)
+            start_scheduler(bench, 1, port)
+            one = sequential(on_ready=None)
         except BaseException:
             out('  e2e failed; logs under %s' % bench.workdir)
             bench.stop_all()
             raise
         bench.cleanup()
-    return figures_for(seq, conc, hosts, workers, procs * threads, rss, own, idle)
-
+    return figures_for(seq, conc, hosts, workers, procs * threads, rss, own, idle, one)
