@@ -187,6 +187,8 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None,
                 one=None):
     bare, payload, floor, select = (common.median(seq[k])
                                     for k in ('bare', 'payload', 'floor', 'select'))
+    one_bare, one_select = (common.median(one[k]) for k in ('bare', 'select')) if one else \
+        (None, None)
     ratio = select / bare
     latencies = [x for r in conc for x in r['latencies']]
     errors = sum(len(r['errors']) for r in conc)
@@ -201,10 +203,9 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None,
                         floor / bare)),
         common.info('select_destinations p50, sequential ' + label, select, 'ms',
                     'p99 %.3g ms' % common.percentile(seq['select'], 99)),
-        common.info('select_destinations p50, sequential, 1 worker', common.median(
-            one['select']), 'ms', '%.2fx the bare echo of its run (p50 %.3g ms)' % (
-                common.median(one['select']) / common.median(one['bare']),
-                common.median(one['bare']))) if one else None,
+        common.info('select_destinations p50, sequential, 1 worker', one_select, 'ms',
+                    '%.2fx the bare echo of its run (p50 %.3g ms)' % (
+                        one_select / one_bare, one_bare)) if one else None,
         common.info('scheduler-side mean per request, sequential', own['request'], 'ms',
                     'its own metrics: filter+weigh+pick incl. a refresh of mean %.3g ms' %
                     own['refresh']),
@@ -270,16 +271,6 @@ def _mean_ms(before, after, metric):
     return total / count * 1000 if count else float('nan')
 
 
-def _own_figures(port, calls_in):
-    """Run ``calls_in()`` (the sequential client); returns its times and the scheduler's own
-    mean request and refresh time (ms) over those calls, from its metrics endpoint."""
-    before = {}
-    seq = calls_in(on_ready=lambda: before.update(scrape(port)))
-    after = scrape(port)
-    return seq, {'request': _mean_ms(before, after, 'request_duration_seconds'),
-                 'refresh': _mean_ms(before, after, 'host_state_refresh_duration_seconds')}
-
-
 def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=print):
     with cluster.vhost(suffix='e2e') as url, databases.sqlite_db() as db_url:
         synthetic.write_db(db_url, synthetic.node_rows(hosts, now=synthetic.old_now(),
@@ -288,7 +279,7 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
         idle = idle_cost(db_url, calls // 2)
         bench = cluster.Cluster(url, db_url)
 
-        def sequential(on_ready):
+        def sequential(on_ready=None):
             return cluster.run_children(_sequential, [(bench.conf_file, calls)], timeout=600,
                                         on_ready=on_ready)[0]
         try:
@@ -297,7 +288,12 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
             start_scheduler(bench, workers, port)
             out('  e2e: scheduler (%d workers) and echo server up; %d sequential calls...'
                 % (workers, calls))
-            seq, own = _own_figures(port, sequential)
+            before = {}
+            seq = sequential(on_ready=lambda: before.update(scrape(port)))
+            after = scrape(port)
+            own = {'request': _mean_ms(before, after, 'request_duration_seconds'),
+                   'refresh': _mean_ms(before, after,
+                                       'host_state_refresh_duration_seconds')}
             out('  e2e: %d clients for %.0f s...' % (procs * threads, seconds))
             conc = cluster.run_children(
                 _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
@@ -306,7 +302,7 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
             bench.stop('scheduler')
             out('  e2e: scheduler with 1 worker; %d sequential calls...' % calls)
             start_scheduler(bench, 1, port)
-            one = sequential(on_ready=None)
+            one = sequential()
         except BaseException:
             out('  e2e failed; logs under %s' % bench.workdir)
             bench.stop_all()

@@ -57,7 +57,6 @@ from oslo_config import cfg
 from minisched import context, rpc
 url, prepare = sys.argv[1], json.loads(sys.argv[2])
 cfg.CONF([], project='minisched', default_config_files=[], default_config_dirs=[])
-rpc.CLEANUP_TIMEOUT = 0.5
 rpc.init(cfg.CONF, url=url)
 client = rpc.get_client(messaging.Target(topic='nobody-listens', version='1.0'))
 start = time.monotonic()
