@@ -141,3 +141,36 @@ def _databases(backend):
             return {name for name, in conn.execute(sa.text(query))}
     finally:
         admin.dispose()
+
+
+class TestBuildFigures(base.TestCase):
+    """The build bench's figures: sub-second times kept, aware times read as UTC, builds
+    that ended in ERROR or never reached the database counted apart."""
+
+    def test_sub_second_builds_give_their_own_times(self):
+        import datetime
+
+        from benchmarks import build
+        t0 = datetime.datetime(2026, 11, 24, 12, 0, 0, 700000)
+        ms = datetime.timedelta(milliseconds=1)
+        aware = datetime.timezone(datetime.timedelta(hours=2))
+        result = {
+            'requested': {'a': t0, 'b': t0 + 100 * ms, 'c': t0 + 200 * ms, 'd': t0 + 300 * ms},
+            'create_seconds': 0.3,
+            'rows': {
+                # created_at read back from a timezone-aware column counts as UTC
+                'a': ('active', (t0 + 50 * ms).replace(tzinfo=datetime.timezone.utc)
+                      .astimezone(aware), t0 + 250 * ms),
+                'b': ('active', t0 + 150 * ms, t0 + 500 * ms),
+                'c': ('error', t0 + 250 * ms, None),
+            },  # 'd' never reached the database
+        }
+        figures = {f.figure.split(',')[0]: f for f in build.figures_for(result, 4, 2, 1, 'x')}
+        # 250 and 400 ms after their requests, although launched_at would be whole seconds
+        self.assertAlmostEqual(325.0, figures['request -> ACTIVE p50'].value, places=6)
+        self.assertAlmostEqual(400.0, figures['request -> ACTIVE p99'].value, places=6)
+        self.assertAlmostEqual((200 + 350) / 2,
+                               figures['instance created_at -> ACTIVE p50'].value, places=6)
+        throughput = figures['build throughput']
+        self.assertAlmostEqual(2 / 0.5, throughput.value, places=6)
+        self.assertIn('2 ACTIVE, 1 ERROR, 1 not done', throughput.note)
