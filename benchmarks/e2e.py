@@ -13,18 +13,18 @@ processes using the product's own client (``SchedulerAPI``) and serializer.
   a RequestSpec through oslo.versionedobjects); target: p50 of select_destinations <= 1.3 x
   p50 of the bare echo. Blocks, not one call of each kind in turn: a server that answers one
   call in four waits three foreign calls between two of its own, which no sequential caller
-  of it does, and on this VM a worker idle for a few milliseconds runs its next request two
-  to three times slower (see the idle cost below); blocks of ``BLOCK`` calls still put every
-  kind under the same machine load over the run. The same calls are made again against the
-  scheduler with one worker (information): two workers take the calls in turn, so each one
-  waits a call longer between two of its own.
+  of it does, and on this VM a worker idle for a few milliseconds runs its next request one
+  and a half to three times slower (see the idle cost below); blocks of ``BLOCK`` calls still
+  put every kind under the same machine load over the run. The same calls are made again
+  against the scheduler with one worker (information): two workers take the calls in turn,
+  so each one waits a call longer between two of its own.
   The scheduler's own metrics endpoint (``[scheduler] metrics_listen_port``) gives its side
   of the time over the same calls.
 * Concurrent: 16 clients (4 processes x 4 threads) call select_destinations for a fixed time,
   each cycling through RequestSpecs it built beforehand; target >= 300 calls/s, p99 reported.
 * Idle cost (information): the same scheduling in this process, over the same database, timed
-  back to back and then each call after 10 ms of sleep. On this VM the second takes two to
-  three times the first, and no busy loop before the call brings it back. Not the data: a
+  back to back and then each call after 10 ms of sleep. On this VM the second takes one and
+  a half to three times the first, and no busy loop before the call brings it back. Not the data: a
   loop over 20,000 objects or a 4 MB array takes as long after the sleep. Code that runs
   through many functions does (a dozen standard-library calls: 0.017 ms back to back, 0.057
   after a 10 ms sleep): the CPU's caches and branch predictors lose what they held of it
