@@ -24,9 +24,9 @@ processes using the product's own client (``SchedulerAPI``) and serializer.
   each cycling through RequestSpecs it built beforehand; target >= 300 calls/s, p99 reported.
 * Idle cost (information): the same scheduling in this process, over the same database, timed
   back to back and then each call after 10 ms of sleep. On this VM the second takes one and
-  a half to three times the first, and no busy loop before the call brings it back. Not the data: a
-  loop over 20,000 objects or a 4 MB array takes as long after the sleep. Code that runs
-  through many functions does (a dozen standard-library calls: 0.017 ms back to back, 0.057
+  a half to three times the first, and no busy loop before the call brings it back. Not the
+  data: a loop over 20,000 objects or a 4 MB array takes as long after the sleep. Code that
+  runs through many functions does (a dozen standard-library calls: 0.017 ms back to back, 0.057
   after a 10 ms sleep): the CPU's caches and branch predictors lose what they held of it
   while the process waits, and a request runs through hundreds of functions.
 """
