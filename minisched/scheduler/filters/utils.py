@@ -7,10 +7,10 @@ import abc
 import collections
 import logging
 import operator
-import re
 import weakref
 
 import numpy as np
+from oslo_utils import versionutils
 
 from minisched.scheduler import filters
 
@@ -204,34 +204,12 @@ class ContentClasses:
                                                                 key=lambda item: item[0])]
 
 
-# distutils' VersionPredicate/StrictVersion grammar, which Nova's ImagePropertiesFilter used.
-_COMPARISON = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([^\s,]+)\s*$')
-_STRICT_VERSION = re.compile(r'^(\d+)\.(\d+)(\.(\d+))?([ab](\d+))?$', re.ASCII)
-_COMPARE = {'<': lambda a, b: a < b, '<=': lambda a, b: a <= b, '==': lambda a, b: a == b,
-            '!=': lambda a, b: a != b, '>': lambda a, b: a > b, '>=': lambda a, b: a >= b}
-
-
-def _strict_version(text):
-    match = _STRICT_VERSION.match(text)
-    if not match:
-        raise ValueError("invalid version number '%s'" % text)
-    major, minor, patch, pre, pre_num = match.group(1, 2, 4, 5, 6)
-    numbers = (int(major), int(minor), int(patch or 0))
-    # A pre-release sorts before its release; pre-releases compare as (letter, number).
-    return numbers, pre is None, (pre, int(pre_num)) if pre else ('', 0)
-
-
 def version_satisfies(requirement, version):
     """Whether ``version`` meets ``requirement`` such as ``">= 6.0, < 7.0"``.
 
-    :raises ValueError: on a malformed requirement or version, as distutils did.
+    Nova's ImagePropertiesFilter asks oslo.utils' ``VersionPredicate``, which compares PEP 440
+    versions (``packaging``): ``"7"`` and ``"7.0.0"`` are equal and four parts are allowed.
+
+    :raises ValueError: on a malformed requirement or version, as Nova's filter does.
     """
-    if '\n' in requirement:  # "image_prop (...)" would not parse
-        raise ValueError('expected parenthesized list: %r' % requirement)
-    conditions = []
-    for part in requirement.split(','):
-        match = _COMPARISON.match(part)
-        if not match:
-            raise ValueError('bad package restriction syntax: %r' % part)
-        conditions.append((match.group(1), _strict_version(match.group(2))))
-    return all(_COMPARE[op](_strict_version(version), wanted) for op, wanted in conditions)
+    return versionutils.VersionPredicate(requirement).satisfied_by(version)

@@ -69,9 +69,17 @@ class TestImagePropertiesFilter(base.TestCase):
                                             'img_hv_requested_version': '6.0'})
         self.assertRaises(ValueError, flt.host_passes, _host(), spec)
         spec = fakes.fake_spec(image_props={'img_hv_type': 'kvm',
-                                            'img_hv_requested_version': '>= 1.0'})
-        # 1 -> "1", not a StrictVersion
-        self.assertRaises(ValueError, flt.host_passes, _host(hypervisor_version=1), spec)
+                                            'img_hv_requested_version': '>= x'})
+        self.assertRaises(ValueError, flt.host_passes, _host(), spec)
+
+    def test_versions_compare_as_pep440(self):
+        # hypervisor_version 1 is "1", which HEAD's VersionPredicate reads as 1.0.0.
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        for requirement, expected in [('>= 1.0', True), ('< 7', True), ('> 1', False)]:
+            with self.subTest(requirement=requirement):
+                spec = fakes.fake_spec(image_props={'img_hv_type': 'kvm',
+                                                    'img_hv_requested_version': requirement})
+                self.assertIs(expected, flt.host_passes(_host(hypervisor_version=1), spec))
 
     def test_noop_and_flags(self):
         flt = image_props.ImagePropertiesFilter(self.conf)

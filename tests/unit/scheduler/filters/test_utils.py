@@ -92,14 +92,18 @@ class TestVersionSatisfies(base.TestCase):
             ('!= 6.0', '6.0.0', False), ('>= 5.0, < 7.0', '6.1', True),
             ('>= 5.0, < 7.0', '7.0', False), (' >= 1.2 ', '1.10', True),
             ('>= 1.0a1', '1.0', True), ('< 1.0', '1.0', False),
+            # PEP 440, as oslo.utils' VersionPredicate (HEAD Nova) compares: missing parts are
+            # zeros and more than three parts are allowed.
+            ('>= 6', '6.0', True), ('>= 6.0', '6', True), ('== 6', '6.0.0', True),
+            ('>= 2.11, < 7', '6.2.0', True), ('< 7', '7.0.0.1', False),
+            ('>= 1.0', '1.2.3.4', True), ('>= 1.0\n', '1.0', True),
         ]
         for requirement, version, expected in cases:
             with self.subTest(requirement=requirement, version=version):
                 self.assertIs(expected, utils.version_satisfies(requirement, version))
 
     def test_bad_predicates_raise_value_error(self):
-        for requirement, version in [('6.0', '6.0'), ('>= x', '6.0'), ('>= 6', '6.0'),
-                                     ('>= 6.0', '6'), ('>= 6.0', '1.2.3.4'),
-                                     ('>= 6.0,', '6.0'), ('>= 6.0\n', '6.0')]:
+        for requirement, version in [('6.0', '6.0'), ('>= x', '6.0'), ('>= 6.0', 'x'),
+                                     ('>= 6.0,', '6.0'), ('=> 6.0', '6.0'), ('', '6.0')]:
             with self.subTest(requirement=requirement, version=version):
                 self.assertRaises(ValueError, utils.version_satisfies, requirement, version)
