@@ -335,13 +335,44 @@ class ReadOnlyDict(collections.abc.Mapping):
         return repr(self._data)
 
 
+#: The metric types a compute may report (Nova's ``MonitorMetricType``).
+METRIC_NAMES = frozenset([
+    'cpu.frequency', 'cpu.user.time', 'cpu.kernel.time', 'cpu.idle.time', 'cpu.iowait.time',
+    'cpu.user.percent', 'cpu.kernel.percent', 'cpu.idle.percent', 'cpu.iowait.percent',
+    'cpu.percent', 'numa.membw.max', 'numa.membw.current'])
+#: Percentages travel as fractions (0.975) and are held in hundredths of a percent.
+PERCENT_METRICS = frozenset(['cpu.user.percent', 'cpu.kernel.percent', 'cpu.idle.percent',
+                             'cpu.iowait.percent', 'cpu.percent'])
+
+
+def _metric(item):
+    """One reported metric as Nova's ``MonitorMetricList.from_json`` reads it: a known type,
+    an integer value (a percentage times 100 first, then truncated)."""
+    name, value = item['name'], item['value']
+    if name not in METRIC_NAMES:
+        raise ValueError('unknown metric type %r' % name)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError('metric %s value %r is not a number' % (name, value))
+    if name in PERCENT_METRICS:
+        if isinstance(value, str):
+            raise TypeError('metric %s value %r is not a number' % (name, value))
+        value *= 100
+    return Metric(name, int(value), item.get('timestamp'), item.get('source'))
+
+
 def _metrics_from_json(raw):
     if not raw or raw == '[]':
         return []
     try:
         items = json.loads(raw) if isinstance(raw, str) else raw
-        return [Metric(m['name'], m['value'], m.get('timestamp'), m.get('source'))
-                for m in items]
-    except (ValueError, KeyError, TypeError):
+        iter(items)
+    except (ValueError, TypeError):
         LOG.warning('Ignoring malformed metrics %r', raw)
         return []
+    metrics = []
+    for item in items:
+        try:
+            metrics.append(_metric(item))
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
+            LOG.warning('Ignoring the malformed metric %r: %s', item, exc)
+    return metrics

@@ -58,6 +58,31 @@ class TestUpdateFromComputeNode(base.TestCase):
         self.flags(ram_allocation_ratio=2.0)
         self.assertEqual(2.0, self._state().ram_allocation_ratio)
 
+    def test_metrics_read_as_nova_reads_them(self):
+        # Nova's MonitorMetricList.from_json: percentages (sent as fractions) are kept in
+        # hundredths, every value truncated to an integer, as its IntegerField does.
+        raw = ('[{"name": "cpu.frequency", "value": 2400.9, "source": "m", "timestamp": "t"},'
+               ' {"name": "cpu.percent", "value": 0.975}, {"name": "cpu.idle.percent",'
+               ' "value": 0.5}, {"name": "cpu.user.time", "value": "12"}]')
+        state = self._state(metrics=raw)
+        self.assertEqual([('cpu.frequency', 2400), ('cpu.percent', 97), ('cpu.idle.percent', 50),
+                          ('cpu.user.time', 12)],
+                         [(m.name, m.value) for m in state.metrics])
+        self.assertEqual(('m', 't'), (state.metrics[0].source, state.metrics[0].timestamp))
+
+    def test_malformed_metrics_are_dropped_with_a_warning(self):
+        raw = ('[{"name": "mem.free", "value": 5}, {"name": "cpu.percent", "value": "0.5"},'
+               ' {"name": "cpu.frequency"}, {"name": "cpu.frequency", "value": true},'
+               ' "cpu.frequency", {"name": "cpu.user.time", "value": "x"},'
+               ' {"name": "cpu.idle.time", "value": 7}]')
+        with self.assertLogs(host_state.LOG, 'WARNING') as logs:
+            state = self._state(metrics=raw)
+        self.assertEqual([('cpu.idle.time', 7)], [(m.name, m.value) for m in state.metrics])
+        self.assertEqual(6, len(logs.records))
+        self.assertIn("unknown metric type 'mem.free'", logs.output[0])
+        with self.assertLogs(host_state.LOG, 'WARNING'):
+            self.assertEqual([], self._state(metrics='{not json').metrics)
+
     def test_record_without_usage_is_ignored(self):
         state = self._state(free_disk_gb=None)
         self.assertEqual(0, state.total_usable_ram_mb)
