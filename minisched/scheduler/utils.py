@@ -78,3 +78,27 @@ def setup_instance_group(context, request_spec, enabled_filters, enabled_weigher
     target._rules = dict(group._rules)
     if not target.obj_attr_is_set('uuid'):
         target.uuid = group.uuid
+
+
+def parse_options(opts, sep='=', converter=str, name=''):
+    """``[(key, converted value)]`` of the ``<key><sep><value>`` items of ``opts``, in order.
+
+    Nova's ``nova.scheduler.utils.parse_options``: an item without the separator, with an
+    empty key or a value ``converter`` rejects (ValueError) is left out, and all such items
+    are named in one warning. Keys are kept as written (not stripped).
+    """
+    good, bad = [], []
+    for opt in opts:
+        key, seen_sep, value = opt.partition(sep)
+        try:
+            value = converter(value)
+        except ValueError:
+            key = value = None
+        if key and seen_sep and value is not None:
+            good.append((key, value))
+        else:
+            bad.append(opt)
+    if bad:
+        LOG.warning('Ignoring the invalid elements of the option %(name)s: %(options)s',
+                    {'name': name, 'options': ', '.join(bad)})
+    return good

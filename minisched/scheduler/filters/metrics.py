@@ -6,27 +6,9 @@ the hosts that would make it fail.
 import logging
 
 from minisched.scheduler import filters
+from minisched.scheduler import utils as scheduler_utils
 
 LOG = logging.getLogger(__name__)
-
-
-def _metric_names(weight_setting):
-    """Names of the valid ``name=ratio`` entries (Nova's parse_options, float ratios)."""
-    names, bad = set(), []
-    for entry in weight_setting:
-        name, sep, ratio = entry.partition('=')
-        try:
-            float(ratio)
-        except ValueError:
-            name = None
-        if name and sep:
-            names.add(name.strip())
-        else:
-            bad.append(entry)
-    if bad:
-        LOG.warning('Ignoring the invalid elements of the option %(name)s: %(options)s',
-                    {'name': 'metrics.weight_setting', 'options': ', '.join(bad)})
-    return names
 
 
 class MetricsFilter(filters.BaseHostFilter):
@@ -37,7 +19,8 @@ class MetricsFilter(filters.BaseHostFilter):
     def __init__(self, conf):
         super().__init__(conf)
         # Read once, as Nova does.
-        self.keys = _metric_names(conf.metrics.weight_setting)
+        self.keys = {name for name, _ratio in scheduler_utils.parse_options(
+            conf.metrics.weight_setting, converter=float, name='metrics.weight_setting')}
 
     def host_passes(self, host_state, spec_obj):
         on_host = {metric.name for metric in host_state.metrics}

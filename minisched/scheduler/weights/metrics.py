@@ -5,40 +5,20 @@ missing on a host raises ComputeHostMetricNotFound when ``[metrics] required``, 
 host's value is ``[metrics] weight_of_unavailable`` (unless ``ratio * multiplier`` is 0).
 Multiplier ``[metrics] weight_multiplier``, aggregate metadata key ``metrics_weight_multiplier``.
 """
-import logging
-
 from minisched import exception
+from minisched.scheduler import utils as scheduler_utils
 from minisched.scheduler import weights
 from minisched.scheduler.weights import utils
 
-LOG = logging.getLogger(__name__)
 _KEY = 'metrics_weight_multiplier'
-
-
-def parse_setting(items):
-    """``[(name, float ratio)]`` of the well-formed ``name=ratio`` items, in order."""
-    good, bad = [], []
-    for item in items:
-        name, sep, ratio = item.partition('=')
-        try:
-            ratio = float(ratio)
-        except ValueError:
-            name = None
-        if name and sep:
-            good.append((name, ratio))
-        else:
-            bad.append(item)
-    if bad:
-        LOG.warning('Ignoring the invalid elements of the option %(name)s: %(options)s',
-                    {'name': 'metrics.weight_setting', 'options': ', '.join(bad)})
-    return good
 
 
 class MetricsWeigher(weights.BaseHostWeigher):
 
     def __init__(self, conf):
         super().__init__(conf)
-        self.setting = parse_setting(conf.metrics.weight_setting)
+        self.setting = scheduler_utils.parse_options(
+            conf.metrics.weight_setting, converter=float, name='metrics.weight_setting')
 
     def weight_multiplier(self, host_state):
         return utils.get_weight_multiplier(host_state, _KEY, self.conf.metrics.weight_multiplier)

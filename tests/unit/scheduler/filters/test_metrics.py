@@ -16,8 +16,12 @@ class TestMetricsFilter(base.TestCase):
             (['cpu.frequency=1.0'], ['cpu.frequency'], True),
             (['cpu.frequency=1.0'], [], False),
             (['cpu.frequency=1.0', ' cpu.user.time = -2'], ['cpu.frequency'], False),
-            (['cpu.frequency=1.0', ' cpu.user.time = -2'],
+            (['cpu.frequency=1.0', 'cpu.user.time=-2'],
              ['cpu.frequency', 'cpu.user.time'], True),
+            # Names are kept as written, as Nova's parse_options does: ' cpu.user.time '
+            # is no metric a host reports.
+            (['cpu.frequency=1.0', ' cpu.user.time = -2'],
+             ['cpu.frequency', 'cpu.user.time'], False),
             (['cpu.frequency=bad', 'noratio', '=1.0'], [], True),   # invalid entries ignored
         ]
         for setting, names, passes in cases:

@@ -1,6 +1,7 @@
 """MetricsWeigher: weight_setting parsing, sums, and the missing-metric rules."""
 from minisched import exception
 from minisched.scheduler import host_state
+from minisched.scheduler import utils as scheduler_utils
 from minisched.scheduler.weights import metrics
 from tests.unit import fakes
 from tests.unit.scheduler.weights import helpers
@@ -50,6 +51,9 @@ class TestMetricsWeigher(helpers.WeigherTestCase):
         host.aggregates = [fakes.fake_aggregate({'metrics_weight_multiplier': '0'})]
         self.assertEqual(0.0, metrics.MetricsWeigher(self.conf)._weigh_object(host, None))
 
-    def test_parse_setting(self):
-        self.assertEqual([('a', 1.5), ('b', -2.0)],
-                         metrics.parse_setting(['a=1.5', 'b=-2', 'c=', '=1', 'd', 'e=1=2']))
+    def test_setting_keeps_the_valid_items(self):
+        self.flags(group=M, weight_setting=['a=1.5', 'b=-2', 'c=', '=1', 'd', 'e=1=2', ' f =3'])
+        with self.assertLogs(scheduler_utils.LOG, 'WARNING') as logs:
+            weigher = metrics.MetricsWeigher(self.conf)
+        self.assertEqual([('a', 1.5), ('b', -2.0), (' f ', 3.0)], weigher.setting)
+        self.assertIn('metrics.weight_setting: c=, =1, d, e=1=2', logs.output[0])
