@@ -147,6 +147,10 @@ class API:
         name = display_name or 'server'
         if count > 1:
             name = '%s-%d' % (name, index + 1)
+        # The image as it was at boot, for those who cannot ask the image service (the
+        # scheduler's ImagePropertiesWeigher reads it back through Instance.image_meta).
+        system_metadata = image_meta_obj.get_system_metadata_from_image(image, flavor)
+        system_metadata.setdefault('image_base_image_ref', image.get('id'))
         return instance_obj.Instance(
             context, uuid=uuid, project_id=context.project_id, user_id=context.user_id,
             flavor=flavor, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
@@ -155,7 +159,8 @@ class API:
             image_ref=image.get('id'), os_type=image.get('properties', {}).get('os_type'),
             vm_state=instance_obj.BUILDING, task_state=instance_obj.SCHEDULING,
             power_state=instance_obj.NOSTATE, availability_zone=availability_zone,
-            display_name=name, hostname=name, metadata={}, system_metadata={})
+            display_name=name, hostname=name, metadata={},
+            system_metadata=system_metadata)
 
     # -- read ---------------------------------------------------------------------------
 

@@ -83,6 +83,28 @@ Multiplier for HypervisorVersionWeigher. Positive prefers newer hypervisors.""")
     cfg.FloatOpt('num_instances_weight_multiplier', default=0.0, help="""
 Multiplier for NumInstancesWeigher. Positive prefers hosts with more
 instances (pack), negative fewer (spread). 0 (default) turns it off."""),
+    cfg.FloatOpt('image_props_weight_multiplier', default=0.0, help="""
+Multiplier for ImagePropertiesWeigher. Positive prefers hosts whose instances
+run images with the requested image's properties (pack), negative the
+others (spread). 0 (default) turns it off.
+
+The weigher counts, per host, the instances whose image shares each property
+(name and value) of the requested image, reading the instances' image
+properties from their cell database; it reads nothing while this is 0. An
+aggregate's ``image_props_weight_multiplier`` metadata overrides the value
+for its hosts, but cannot turn the weigher on while this is 0.
+
+Related options: ``image_props_weight_setting``, ``weight_classes``"""),
+    cfg.ListOpt('image_props_weight_setting', default=[], help="""
+Image properties ImagePropertiesWeigher counts, with their ratios, as
+``name=ratio`` pairs, e.g. ``os_distro=1.0,hw_machine_type=-1.0``.
+
+Empty (default): every property counts, each with ratio 1. Otherwise a
+shared property adds the number of instances having it times its ratio, and
+a property not listed (or listed with ratio 0) adds nothing. Malformed pairs
+are ignored with a warning.
+
+Related options: ``image_props_weight_multiplier``"""),
     cfg.StrOpt('image_properties_default_architecture', help="""
 Architecture assumed by ImagePropertiesFilter for images without
 ``hw_architecture``."""),

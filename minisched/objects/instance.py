@@ -1,4 +1,6 @@
 """Instances: what a build creates, where it runs and in which state."""
+import copy
+
 from oslo_serialization import jsonutils
 
 from minisched.db.main import api as db
@@ -6,6 +8,7 @@ from minisched import exception
 from minisched.objects import base
 from minisched.objects import fields
 from minisched.objects import flavor as flavor_obj
+from minisched.objects import image_meta as image_meta_obj
 
 # vm_state values (nova.compute.vm_states) and the task states the build flow uses.
 ACTIVE = 'active'
@@ -107,6 +110,11 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
             updates['cleaned'] = int(updates['cleaned'])
         return updates
 
+    @property
+    def image_meta(self):
+        """The instance's image as its ``system_metadata`` records it (an ImageMeta)."""
+        return image_meta_obj.ImageMeta.from_instance(self)
+
     def obj_load_attr(self, attrname):
         if attrname in ('metadata', 'system_metadata'):
             setattr(self, attrname, {})
@@ -186,3 +194,23 @@ class InstanceList(base.ObjectListBase, base.MinischedObject):
     @base.remotable_classmethod
     def get_uuids_by_host(cls, context, host):
         return db.instance_get_uuids_by_host(context, host)
+
+    def fill_metadata(self):
+        """Read ``system_metadata`` of the instances that lack it, in one query.
+
+        Reads the database of the list's context (target the instances' cell first). As
+        Nova's reads system metadata, deleted instances are read too; an instance not in the
+        database at all gets an empty ``system_metadata``.
+        """
+        shells = [inst for inst in self if 'system_metadata' not in inst]
+        if not shells:
+            return
+        context = copy.copy(self._context)
+        context.read_deleted = 'yes'
+        rows = db.instance_get_all_by_filters(
+            context, {'uuid': sorted({inst.uuid for inst in shells})}, sort_key='id')
+        found = {row['uuid']: row['system_metadata'] for row in rows}
+        for inst in shells:
+            raw = found.get(inst.uuid)
+            inst.system_metadata = jsonutils.loads(raw) if raw else {}
+            inst.obj_reset_changes(['system_metadata'])

@@ -4,53 +4,31 @@ Only remotable methods of registered classes may run; every bad request comes ba
 ``ExpectedException`` whose ``exc_info`` holds the precise minisched exception, which the RPC
 layer sends to the caller without a server-side traceback.
 """
-import shutil
-import tempfile
 from unittest import mock
 
 import oslo_messaging as messaging
 
 from minisched.conductor import manager as conductor_manager
 from minisched import context
-from minisched.db import engines
-from minisched.db import migration
 from minisched import exception
 from minisched import objects
 from minisched.objects import base as objects_base
 from minisched import rpc
 from tests.unit import base
+from tests.unit import sqlite_databases
 
 COMPUTE = 'minisched-compute'
 
 
-class TestConductorManager(base.TestCase):
+class TestConductorManager(sqlite_databases.SqliteDatabases, base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self._use_sqlite_databases()
+        self.use_databases()
         self._use_fake_transport()
         self.conductor = conductor_manager.ConductorManager(self.conf, host='conductor1')
         self.ctxt = context.get_admin_context()
         self.versions = objects_base.obj_tree_get_versions
-
-    def _use_sqlite_databases(self):
-        tmp = tempfile.mkdtemp(prefix='minisched-conductor-')
-        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        self.flags(group='database', connection='sqlite:///%s/main.sqlite' % tmp)
-        self.flags(group='api_database', connection='sqlite:///%s/api.sqlite' % tmp)
-        # This test's own engine registry; cleanups run in reverse, so engines are disposed
-        # before the module state is restored.
-        for name, value in (('_urls', {engines.MAIN: None, engines.API: None}),
-                            ('_options', {engines.MAIN: dict(engines._DEFAULT_OPTIONS),
-                                          engines.API: dict(engines._DEFAULT_OPTIONS)}),
-                            ('_engines', {}), ('_blocked', {'binary': None, 'logged': False})):
-            patcher = mock.patch.object(engines, name, value)
-            patcher.start()
-            self.addCleanup(patcher.stop)
-        self.addCleanup(engines.dispose_all)
-        engines.configure(self.conf)
-        migration.db_sync(database='main')
-        migration.db_sync(database='api')
 
     def _use_fake_transport(self):
         # The manager builds RPC clients and a notifier; nothing is sent in these tests.

@@ -1,6 +1,9 @@
-"""ImageMeta/ImageMetaProps.from_dict: canonical values, legacy property names, traits."""
+"""ImageMeta/ImageMetaProps.from_dict: canonical values, legacy property names, traits; the
+image as an instance's system_metadata keeps it."""
 from minisched import objects
+from minisched.objects import image_meta
 from tests.unit import base as test_base
+from tests.unit import fakes
 
 uuids = test_base.uuids
 
@@ -85,3 +88,57 @@ class TestImageMeta(test_base.TestCase):
     def test_unset_properties_lazy_load_as_empty(self):
         image = objects.ImageMeta(name='x')
         self.assertIsNone(image.properties.get('hw_architecture'))
+
+    def test_to_dict_has_the_set_properties_as_plain_values(self):
+        props = _props(hw_cpu_cores='2', architecture='amd64',
+                       **{'traits:CUSTOM_A': 'required'})
+        self.assertEqual({'hw_cpu_cores': 2, 'hw_architecture': 'x86_64',
+                          'traits_required': ['CUSTOM_A']}, props.to_dict())
+
+
+class TestImageInSystemMetadata(test_base.TestCase):
+    """The ``image_`` keys an instance's system_metadata keeps of its image (Nova's)."""
+
+    def test_properties_are_kept_as_prefixed_strings_and_image_attributes_as_given(self):
+        image = {'id': uuids.image, 'name': 'cirros', 'min_ram': 256, 'min_disk': None,
+                 'container_format': 'bare',
+                 'properties': {'hw_cpu_cores': 2, 'os_distro': 'ubuntu', 'mappings': 'x',
+                                'img_block_device_mapping': 'y'}}
+        self.assertEqual({'image_hw_cpu_cores': '2', 'image_os_distro': 'ubuntu',
+                          'image_min_ram': 256, 'image_container_format': 'bare'},
+                         image_meta.get_system_metadata_from_image(image))
+
+    def test_min_disk_is_at_least_the_flavor_root_disk_or_it_for_vhd(self):
+        flavor = fakes.fake_flavor(root_gb=10)
+        for image, min_disk in (({}, 10), ({'min_disk': 20}, 20), ({'min_disk': 5}, 10),
+                                ({'min_disk': 20, 'disk_format': 'vhd'}, 10)):
+            self.assertEqual(min_disk, image_meta.get_system_metadata_from_image(
+                image, flavor)['image_min_disk'], image)
+
+    def test_long_values_are_cut_to_255_bytes_between_characters(self):
+        value = 'ab' + '\u00e9' * 200  # 402 bytes; byte 255 is the middle of an é
+        kept = image_meta.get_system_metadata_from_image(
+            {'properties': {'os_distro': value}})['image_os_distro']
+        self.assertEqual('ab' + '\u00e9' * 126, kept)
+        self.assertEqual(254, len(kept.encode('utf-8')))
+
+    def test_read_back_drops_the_prefix_and_skips_none_and_big_keys(self):
+        self.assertEqual(
+            {'min_ram': '256', 'properties': {'os_distro': 'ubuntu', 'clean_attempts': '1'}},
+            image_meta.get_image_from_system_metadata({
+                'image_os_distro': 'ubuntu', 'image_min_ram': '256', 'image_hw_rng_model': None,
+                'image_mappings': '[]', 'clean_attempts': '1'}))
+
+    def test_from_instance_reads_system_metadata_and_takes_the_id_from_image_ref(self):
+        instance = objects.Instance(image_ref=uuids.image, system_metadata={
+            'image_os_distro': 'ubuntu', 'image_architecture': 'amd64',
+            'image_min_disk': '10', 'clean_attempts': '1'})
+        image = instance.image_meta
+        self.assertEqual((uuids.image, 10), (image.id, image.min_disk))
+        self.assertEqual({'os_distro': 'ubuntu', 'hw_architecture': 'x86_64'},
+                         image.properties.to_dict())
+
+    def test_from_instance_without_system_metadata_or_image_ref(self):
+        image = objects.Instance(uuid=uuids.instance).image_meta
+        self.assertNotIn('id', image)
+        self.assertEqual({}, image.properties.to_dict())
