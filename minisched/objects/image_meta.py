@@ -130,9 +130,9 @@ class ImageMetaProps(base.MinischedObject):
                        key=lambda item: item[0] not in cls._legacy_property_map)
         for key, value in items:
             key = cls._legacy_property_map.get(key, key)
-            if key.startswith('traits:'):
-                if value == 'required':
-                    obj.traits_required = list(obj.get('traits_required', [])) + [key[7:]]
+            if key.startswith('trait:'):  # Nova's image property for a required trait
+                if str(value) == 'required':
+                    obj.traits_required = list(obj.get('traits_required', [])) + [key[6:]]
                 continue
             if key not in cls.fields:
                 continue

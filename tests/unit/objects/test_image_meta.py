@@ -47,8 +47,8 @@ class TestImageMetaProps(test_base.TestCase):
                                             props.hw_qemu_guest_agent))
 
     def test_required_traits_are_collected(self):
-        props = _props(**{'traits:HW_CPU_X86_AVX': 'required', 'traits:CUSTOM_A': 'required',
-                          'traits:CUSTOM_B': 'forbidden'})
+        props = _props(**{'trait:HW_CPU_X86_AVX': 'required', 'trait:CUSTOM_A': 'required',
+                          'trait:CUSTOM_B': 'forbidden', 'traits:CUSTOM_C': 'required'})
         self.assertEqual(['CUSTOM_A', 'HW_CPU_X86_AVX'], sorted(props.traits_required))
 
     def test_unknown_properties_are_ignored(self):
@@ -91,7 +91,7 @@ class TestImageMeta(test_base.TestCase):
 
     def test_to_dict_has_the_set_properties_as_plain_values(self):
         props = _props(hw_cpu_cores='2', architecture='amd64',
-                       **{'traits:CUSTOM_A': 'required'})
+                       **{'trait:CUSTOM_A': 'required'})
         self.assertEqual({'hw_cpu_cores': 2, 'hw_architecture': 'x86_64',
                           'traits_required': ['CUSTOM_A']}, props.to_dict())
 
