@@ -1,6 +1,4 @@
 """Instances: what a build creates, where it runs and in which state."""
-import copy
-
 from oslo_serialization import jsonutils
 
 from minisched.db.main import api as db
@@ -205,10 +203,9 @@ class InstanceList(base.ObjectListBase, base.MinischedObject):
         shells = [inst for inst in self if 'system_metadata' not in inst]
         if not shells:
             return
-        context = copy.copy(self._context)
-        context.read_deleted = 'yes'
         rows = db.instance_get_all_by_filters(
-            context, {'uuid': sorted({inst.uuid for inst in shells})}, sort_key='id')
+            self._context.elevated(read_deleted='yes'),
+            {'uuid': sorted({inst.uuid for inst in shells})}, sort_key='id')
         found = {row['uuid']: row['system_metadata'] for row in rows}
         for inst in shells:
             raw = found.get(inst.uuid)
