@@ -2,13 +2,16 @@
 import importlib
 import os
 import unittest
+from unittest import mock
 
+import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel
 
 from minisched import conf as _conf  # noqa: F401  (registers every option)
 from minisched import objects
+from minisched import rpc
 
 objects.register_all()
 
@@ -48,3 +51,15 @@ class TestCase(unittest.TestCase):
         """Override options for this test only."""
         for name, value in kw.items():
             self._config_fixture.config(group=group, **{name: value})
+
+    def use_fake_transport(self):
+        """Point ``minisched.rpc`` at oslo.messaging's in-memory driver for this test: RPC
+        clients can be built and casts sent; notifications go nowhere."""
+        transport = messaging.get_rpc_transport(self.conf, url='fake:/')
+        self.addCleanup(transport.cleanup)
+        notifier = messaging.Notifier(transport, driver='noop')
+        for name, value in (('TRANSPORT', transport), ('NOTIFICATION_TRANSPORT', transport),
+                            ('NOTIFIER', notifier)):
+            patcher = mock.patch.object(rpc, name, value)
+            patcher.start()
+            self.addCleanup(patcher.stop)

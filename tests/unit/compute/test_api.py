@@ -1,14 +1,11 @@
 """compute.API.create against SQLite: what the instance record keeps of its image."""
-from unittest import mock
 
-import oslo_messaging as messaging
 
 from minisched.compute import api as compute_api
 from minisched import context
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import request_spec as request_spec_obj
-from minisched import rpc
 from tests.unit import base, fakes, sqlite_databases
 
 uuids = base.uuids
@@ -25,12 +22,7 @@ class TestCreateKeepsTheImage(sqlite_databases.SqliteDatabases, base.TestCase):
     def setUp(self):
         super().setUp()
         self.use_databases()
-        # The build is cast to the conductor over oslo.messaging's in-memory driver.
-        transport = messaging.get_rpc_transport(self.conf, url='fake:/')
-        self.addCleanup(transport.cleanup)
-        patcher = mock.patch.object(rpc, 'TRANSPORT', transport)
-        patcher.start()
-        self.addCleanup(patcher.stop)
+        self.use_fake_transport()  # the build is cast to the conductor
         self.ctxt = context.RequestContext(user_id='user1', project_id='project1',
                                            is_admin=True)
 

@@ -4,7 +4,6 @@ Only remotable methods of registered classes may run; every bad request comes ba
 ``ExpectedException`` whose ``exc_info`` holds the precise minisched exception, which the RPC
 layer sends to the caller without a server-side traceback.
 """
-from unittest import mock
 
 import oslo_messaging as messaging
 
@@ -13,7 +12,6 @@ from minisched import context
 from minisched import exception
 from minisched import objects
 from minisched.objects import base as objects_base
-from minisched import rpc
 from tests.unit import base
 from tests.unit import sqlite_databases
 
@@ -25,21 +23,10 @@ class TestConductorManager(sqlite_databases.SqliteDatabases, base.TestCase):
     def setUp(self):
         super().setUp()
         self.use_databases()
-        self._use_fake_transport()
+        self.use_fake_transport()  # the manager builds RPC clients and a notifier
         self.conductor = conductor_manager.ConductorManager(self.conf, host='conductor1')
         self.ctxt = context.get_admin_context()
         self.versions = objects_base.obj_tree_get_versions
-
-    def _use_fake_transport(self):
-        # The manager builds RPC clients and a notifier; nothing is sent in these tests.
-        transport = messaging.get_rpc_transport(self.conf, url='fake:/')
-        self.addCleanup(transport.cleanup)
-        notifier = messaging.Notifier(transport, driver='noop')
-        for name, value in (('TRANSPORT', transport), ('NOTIFICATION_TRANSPORT', transport),
-                            ('NOTIFIER', notifier)):
-            patcher = mock.patch.object(rpc, name, value)
-            patcher.start()
-            self.addCleanup(patcher.stop)
 
     def _create_service(self, host='host1', **kw):
         service = objects.Service(self.ctxt, host=host, binary=COMPUTE, topic='compute',
