@@ -103,6 +103,10 @@ class BaseHostWeigher(abc.ABC):
     #: columns) and computing them raises nothing: a multiplier of 0.0 then adds exactly 0.0
     #: to each weight, and the handler skips the weigher.
     finite_values = False
+    #: The multiplier's option (in ``[filter_scheduler]`` unless :meth:`_config` says
+    #: otherwise), which is also the aggregate metadata key overriding it per host (Stein+).
+    #: None: a fixed multiplier of 1.0.
+    multiplier_name = None
 
     def __init__(self, conf):
         self.conf = conf
@@ -111,13 +115,19 @@ class BaseHostWeigher(abc.ABC):
     def name(self):
         return self.__class__.__name__
 
+    def _config(self):
+        """The configured multiplier: ``[filter_scheduler] <multiplier_name>``."""
+        return getattr(self.conf.filter_scheduler, self.multiplier_name)
+
     def weight_multiplier(self, host_state):
         """The multiplier for ``host_state`` (aggregate metadata may override the option).
 
         :param host_state: a :class:`~minisched.scheduler.host_state.HostState`
         :returns: float
         """
-        return 1.0
+        if self.multiplier_name is None:
+            return 1.0
+        return utils.get_weight_multiplier(host_state, self.multiplier_name, self._config())
 
     @abc.abstractmethod
     def _weigh_object(self, host_state, weight_properties):
@@ -149,7 +159,9 @@ class BaseHostWeigher(abc.ABC):
         :returns: a float (same multiplier for every row), a float64 array of
             ``len(view)`` entries, or None (the handler then asks per host)
         """
-        return None
+        if self.multiplier_name is None:
+            return None
+        return utils.weight_multipliers_rows(view, self.multiplier_name, self._config())
 
 
 class HostWeightHandler:

@@ -8,22 +8,11 @@ latter), else 0; bounds from the host list. Multipliers
 """
 
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
 
 
 class _SoftAffinityWeigherBase(weights.BaseHostWeigher):
     policy_name = None
-    multiplier_name = None
     sign = 1
-
-    def _config(self):
-        return getattr(self.conf.filter_scheduler, self.multiplier_name)
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, self.multiplier_name, self._config())
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, self.multiplier_name, self._config())
 
     def _applies(self, request_spec):
         group = request_spec.instance_group

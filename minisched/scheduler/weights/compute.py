@@ -6,23 +6,18 @@ lose the whole multiplier. The multiplier is the **negated**
 other weigher), overridable per aggregate with the ``build_failure_weight_multiplier`` key.
 """
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
-
-_KEY = 'build_failure_weight_multiplier'
 
 
 class BuildFailureWeigher(weights.BaseHostWeigher):
+    multiplier_name = 'build_failure_weight_multiplier'
     finite_values = True  # an integer column
-
-    def _config(self):
-        return self.conf.filter_scheduler.build_failure_weight_multiplier
 
     def weight_multiplier(self, host_state):
         """Note this is negated."""
-        return -1 * utils.get_weight_multiplier(host_state, _KEY, self._config())
+        return -1 * super().weight_multiplier(host_state)
 
     def multipliers_rows(self, view):
-        return -1 * utils.weight_multipliers_rows(view, _KEY, self._config())
+        return -1 * super().multipliers_rows(view)
 
     def _weigh_object(self, host_state, weight_properties):
         """Higher weights win; the negated multiplier turns failures into a penalty."""

@@ -7,21 +7,11 @@ Multiplier ``[filter_scheduler] cpu_weight_multiplier``, overridable per aggrega
 import numpy as np
 
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
-
-_KEY = 'cpu_weight_multiplier'
 
 
 class CPUWeigher(weights.BaseHostWeigher):
+    multiplier_name = 'cpu_weight_multiplier'
     minval = 0
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY,
-                                           self.conf.filter_scheduler.cpu_weight_multiplier)
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, _KEY,
-                                             self.conf.filter_scheduler.cpu_weight_multiplier)
 
     def _weigh_object(self, host_state, weight_properties):
         """Higher weights win: spreading is the default."""

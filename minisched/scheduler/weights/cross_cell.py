@@ -8,9 +8,6 @@ aggregate with the ``cross_cell_move_weight_multiplier`` metadata key.
 """
 
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
-
-_KEY = 'cross_cell_move_weight_multiplier'
 
 
 def _preferred_cell(spec):
@@ -23,15 +20,7 @@ def _preferred_cell(spec):
 
 
 class CrossCellWeigher(weights.BaseHostWeigher):
-
-    def _config(self):
-        return self.conf.filter_scheduler.cross_cell_move_weight_multiplier
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY, self._config())
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, _KEY, self._config())
+    multiplier_name = 'cross_cell_move_weight_multiplier'
 
     def _weigh_object(self, host_state, weight_properties):
         """Higher weights win: the preferred cell's hosts."""

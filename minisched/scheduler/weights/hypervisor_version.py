@@ -7,24 +7,14 @@ Raw value ``hypervisor_version`` (None counts as 0), bounds from the host list. 
 import numpy as np
 
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
 
-_KEY = 'hypervisor_version_weight_multiplier'
 #: How the HostStateTable column stores a None version.
 _NONE = -1
 
 
 class HypervisorVersionWeigher(weights.BaseHostWeigher):
+    multiplier_name = 'hypervisor_version_weight_multiplier'
     finite_values = True  # an integer column
-
-    def _config(self):
-        return self.conf.filter_scheduler.hypervisor_version_weight_multiplier
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY, self._config())
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, _KEY, self._config())
 
     def _weigh_object(self, host_state, weight_properties):
         return host_state.hypervisor_version or 0

@@ -16,9 +16,6 @@ from minisched.objects import instance as instance_obj
 from minisched.scheduler import host_manager
 from minisched.scheduler import utils as scheduler_utils
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
-
-_KEY = 'image_props_weight_multiplier'
 
 
 def _props(image_meta):
@@ -30,21 +27,13 @@ def _props(image_meta):
 
 
 class ImagePropertiesWeigher(weights.BaseHostWeigher):
+    multiplier_name = 'image_props_weight_multiplier'
 
     def __init__(self, conf):
         super().__init__(conf)
         self.setting = dict(scheduler_utils.parse_options(
             conf.filter_scheduler.image_props_weight_setting, converter=float,
             name='filter_scheduler.image_props_weight_setting'))
-
-    def _config(self):
-        return self.conf.filter_scheduler.image_props_weight_multiplier
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY, self._config())
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, _KEY, self._config())
 
     def _weigh_object(self, host_state, weight_properties):
         """Higher weights win: hosts with more instances of alike images."""

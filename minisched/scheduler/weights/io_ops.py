@@ -5,22 +5,12 @@ Raw value ``num_io_ops`` (builds, resizes, snapshots... counted by the compute n
 prefers busy hosts. Overridable per aggregate with the ``io_ops_weight_multiplier`` key.
 """
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
-
-_KEY = 'io_ops_weight_multiplier'
 
 
 class IoOpsWeigher(weights.BaseHostWeigher):
+    multiplier_name = 'io_ops_weight_multiplier'
     minval = 0
     finite_values = True  # an integer column
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY,
-                                           self.conf.filter_scheduler.io_ops_weight_multiplier)
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(
-            view, _KEY, self.conf.filter_scheduler.io_ops_weight_multiplier)
 
     def _weigh_object(self, host_state, weight_properties):
         """Higher weights win; the negative default multiplier favours light workloads."""

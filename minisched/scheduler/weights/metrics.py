@@ -8,23 +8,18 @@ Multiplier ``[metrics] weight_multiplier``, aggregate metadata key ``metrics_wei
 from minisched import exception
 from minisched.scheduler import utils as scheduler_utils
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
-
-_KEY = 'metrics_weight_multiplier'
 
 
 class MetricsWeigher(weights.BaseHostWeigher):
+    multiplier_name = 'metrics_weight_multiplier'
 
     def __init__(self, conf):
         super().__init__(conf)
         self.setting = scheduler_utils.parse_options(
             conf.metrics.weight_setting, converter=float, name='metrics.weight_setting')
 
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY, self.conf.metrics.weight_multiplier)
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, _KEY, self.conf.metrics.weight_multiplier)
+    def _config(self):
+        return self.conf.metrics.weight_multiplier
 
     def _weigh_object(self, host_state, weight_properties):
         value = 0.0

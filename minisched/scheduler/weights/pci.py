@@ -12,7 +12,6 @@ from oslo_serialization import jsonutils
 from minisched.scheduler import weights
 from minisched.scheduler.weights import utils
 
-_KEY = 'pci_weight_multiplier'
 #: Beyond this many free devices there is no scarcity to protect: all such hosts weigh alike.
 MAX_DEVS = 100
 
@@ -26,15 +25,7 @@ def _pools(pci_stats):
 
 
 class PCIWeigher(weights.BaseHostWeigher):
-
-    def _config(self):
-        return self.conf.filter_scheduler.pci_weight_multiplier
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY, self._config())
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, _KEY, self._config())
+    multiplier_name = 'pci_weight_multiplier'
 
     def _weigh_object(self, host_state, weight_properties):
         """Higher weights win: the fewer free devices, the higher."""

@@ -5,22 +5,12 @@ Raw value ``free_ram_mb``, declared ``minval = 0``: normalised as ``free / max(f
 overridable per aggregate with the ``ram_weight_multiplier`` metadata key.
 """
 from minisched.scheduler import weights
-from minisched.scheduler.weights import utils
-
-_KEY = 'ram_weight_multiplier'
 
 
 class RAMWeigher(weights.BaseHostWeigher):
+    multiplier_name = 'ram_weight_multiplier'
     minval = 0
     finite_values = True  # an integer column
-
-    def weight_multiplier(self, host_state):
-        return utils.get_weight_multiplier(host_state, _KEY,
-                                           self.conf.filter_scheduler.ram_weight_multiplier)
-
-    def multipliers_rows(self, view):
-        return utils.weight_multipliers_rows(view, _KEY,
-                                             self.conf.filter_scheduler.ram_weight_multiplier)
 
     def _weigh_object(self, host_state, weight_properties):
         """Higher weights win: spreading is the default."""
