@@ -40,7 +40,7 @@ class RequestContext(context.RequestContext):
         values.update({
             'user_id': self.user_id, 'project_id': self.project_id,
             'read_deleted': self.read_deleted, 'remote_address': self.remote_address,
-            'timestamp': self.timestamp.strftime('%Y-%m-%dT%H:%M:%S.%f'),
+            'timestamp': self.timestamp.strftime(timeutils.PERFECT_TIME_FORMAT),
             'quota_class': self.quota_class, 'user_name': self.user_name,
             'service_catalog': self.service_catalog, 'project_name': self.project_name,
         })
@@ -69,8 +69,10 @@ class RequestContext(context.RequestContext):
         return ctx
 
 
-#: Length of the timestamps :meth:`RequestContext.to_dict` writes (``%Y-%m-%dT%H:%M:%S.%f``).
-_WRITTEN_LENGTH = len('2000-01-01T00:00:00.000000')
+#: A timestamp as :meth:`RequestContext.to_dict` writes it (``PERFECT_TIME_FORMAT``), and the
+#: positions of its separators: a string of that length with those separators is that form.
+_WRITTEN = datetime.datetime(2000, 1, 1).strftime(timeutils.PERFECT_TIME_FORMAT)
+_WRITTEN_SEPARATORS = tuple((i, c) for i, c in enumerate(_WRITTEN) if not c.isdigit())
 
 
 def parse_timestamp(value):
@@ -79,10 +81,10 @@ def parse_timestamp(value):
     Every RPC message carries one. The form :meth:`RequestContext.to_dict` writes is read by
     the standard library's ``fromisoformat`` (0.3 us) instead of oslo.utils' regular
     expression (9 us, half of decoding a context); any other form takes oslo.utils' path,
-    so what it accepts and rejects is unchanged. An offset is dropped, not applied, as
-    before.
+    so what it accepts and rejects is unchanged (``fromisoformat`` alone would take ISO week
+    dates, which oslo.utils refuses). An offset is dropped, not applied, as before.
     """
-    if len(value) == _WRITTEN_LENGTH and value[10] == 'T':
+    if len(value) == len(_WRITTEN) and all(value[i] == c for i, c in _WRITTEN_SEPARATORS):
         try:
             return datetime.datetime.fromisoformat(value).replace(tzinfo=None)
         except ValueError:
