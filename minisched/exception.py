@@ -286,3 +286,235 @@ class BuildNotAccepted(MinischedException):
     msg_fmt = ('The build of %(count)d instance(s) was not accepted: the message bus did not '
                'take the request (%(reason)s). Nothing was created; try again.')
     code = 503
+
+
+# PCI passthrough (Nova's classes and messages).
+
+class PciDeviceWrongAddressFormat(MinischedException):
+    msg_fmt = 'The PCI address %(address)s has an incorrect format.'
+
+
+class PciDeviceInvalidDeviceName(MinischedException):
+    msg_fmt = ('Invalid PCI Whitelist: The PCI whitelist can specify devname or address, but '
+               'not both')
+
+
+class PciDeviceNotFoundById(NotFound):
+    msg_fmt = 'PCI device %(id)s not found'
+
+
+class PciDeviceNotFound(NotFound):
+    msg_fmt = 'PCI Device %(node_id)s:%(address)s not found.'
+
+
+class PciDeviceInvalidStatus(Invalid):
+    msg_fmt = 'PCI device %(compute_node_id)s:%(address)s is %(status)s instead of %(hopestatus)s'
+
+
+class PciDeviceVFInvalidStatus(Invalid):
+    msg_fmt = 'Not all Virtual Functions of PF %(compute_node_id)s:%(address)s are free.'
+
+
+class PciDevicePFInvalidStatus(Invalid):
+    msg_fmt = ('Physical Function %(compute_node_id)s:%(address)s, related to VF '
+               '%(compute_node_id)s:%(vf_address)s is %(status)s instead of %(hopestatus)s')
+
+
+class PciDeviceInvalidOwner(Invalid):
+    msg_fmt = ('PCI device %(compute_node_id)s:%(address)s is owned by %(owner)s instead of '
+               '%(hopeowner)s')
+
+
+class PciDeviceRequestFailed(MinischedException):
+    msg_fmt = 'PCI device request %(requests)s failed'
+
+
+class PciDevicePoolEmpty(MinischedException):
+    msg_fmt = 'Attempt to consume PCI device %(compute_node_id)s:%(address)s from empty pool'
+
+
+class PciInvalidAlias(Invalid):
+    msg_fmt = 'Invalid PCI alias definition: %(reason)s'
+
+
+class PciRequestAliasNotDefined(MinischedException):
+    msg_fmt = 'PCI alias %(alias)s is not defined'
+
+
+class PciConfigInvalidSpec(Invalid):
+    msg_fmt = 'Invalid [pci]device_spec config: %(reason)s'
+
+
+class PciDeviceRemoteManagedNotPresent(MinischedException):
+    msg_fmt = ('Invalid PCI Whitelist: A device specified as "remote_managed" is not actually '
+               'present on the host')
+
+
+class PciDeviceInvalidPFRemoteManaged(MinischedException):
+    # Nova's message lacks the space before "tag"; kept, as callers may match it.
+    msg_fmt = ('Invalid PCI Whitelist: PFs must not have the "remote_managed"tag, device '
+               'address: %(address)s')
+
+
+class Forbidden(MinischedException):
+    msg_fmt = 'Forbidden'
+    code = 403
+
+
+class AdminRequired(Forbidden):
+    msg_fmt = 'User does not have admin privileges'
+
+
+# NUMA topology, CPU pinning and page sizes (Nova's classes; messages in our words).
+
+class InternalError(MinischedException):
+    msg_fmt = '%(err)s'
+
+
+class InvalidRequest(Invalid):
+    msg_fmt = 'The request is invalid.'
+
+
+class FlavorImageConflict(MinischedException):
+    msg_fmt = ('The flavor (%(flavor_val)s) and the image (%(image_val)s) set conflicting '
+               'values for %(setting)s.')
+
+
+class FlavorImageLockedMemoryConflict(FlavorImageConflict):
+    msg_fmt = ('The image (%(image)s) and the flavor (%(flavor)s) set conflicting '
+               'locked_memory values; when both set it, they must agree.')
+
+
+class LockMemoryForbidden(Invalid):
+    msg_fmt = 'Locked memory can only be requested together with a memory page size.'
+
+
+class InvalidNUMANodesNumber(Invalid):
+    msg_fmt = "The number of NUMA nodes must be an integer above 0, not '%(nodes)s'."
+
+
+class ImageNUMATopologyIncomplete(Invalid):
+    msg_fmt = 'Every NUMA node needs both its CPUs and its memory given.'
+
+
+class ImageNUMATopologyForbidden(Forbidden):
+    msg_fmt = ("The image property '%(name)s' may not override the NUMA configuration "
+               "the flavor sets.")
+
+
+class ImageNUMATopologyAsymmetric(Invalid):
+    msg_fmt = ('The CPUs and/or memory of the instance do not split evenly over its NUMA '
+               'nodes: assign them to the nodes explicitly.')
+
+
+class ImageNUMATopologyCPUOutOfRange(Invalid):
+    msg_fmt = 'CPU number %(cpunum)d is above the highest CPU number, %(cpumax)d.'
+
+
+class ImageNUMATopologyCPUDuplicates(Invalid):
+    msg_fmt = 'CPU number %(cpunum)d is given to two NUMA nodes.'
+
+
+class ImageNUMATopologyCPUsUnassigned(Invalid):
+    msg_fmt = 'CPU number %(cpuset)s is given to no NUMA node.'
+
+
+class ImageNUMATopologyMemoryOutOfRange(Invalid):
+    msg_fmt = 'The NUMA nodes are given %(memsize)d MB of memory in all, not %(memtotal)d MB.'
+
+
+class ImageCPUPinningForbidden(Forbidden):
+    msg_fmt = ("The image property 'hw_cpu_policy' may not override the CPU pinning policy "
+               "the flavor sets.")
+
+
+class ImageCPUThreadPolicyForbidden(Forbidden):
+    msg_fmt = ("The image property 'hw_cpu_thread_policy' may not override the CPU thread "
+               "pinning policy the flavor sets.")
+
+
+class ImagePCINUMAPolicyForbidden(Forbidden):
+    msg_fmt = ("The image property 'hw_pci_numa_affinity_policy' may not override the "
+               "flavor's 'hw:pci_numa_affinity_policy'.")
+
+
+class InvalidPCINUMAAffinity(Invalid):
+    msg_fmt = 'Invalid PCI NUMA affinity policy: %(policy)s'
+
+
+class InvalidCPUAllocationPolicy(Invalid):
+    msg_fmt = ("Invalid CPU policy from %(source)s: '%(requested)s'; valid values: "
+               "'%(available)s'.")
+
+
+class InvalidCPUThreadAllocationPolicy(Invalid):
+    msg_fmt = ("Invalid CPU thread policy from %(source)s: '%(requested)s'; valid values: "
+               "'%(available)s'.")
+
+
+class InvalidEmulatorThreadsPolicy(Invalid):
+    msg_fmt = ("Invalid emulator threads policy: '%(requested)s'; valid values: "
+               "'%(available)s'.")
+
+
+class BadRequirementEmulatorThreadsPolicy(Invalid):
+    msg_fmt = 'Isolating the emulator threads requires the dedicated CPU policy.'
+
+
+class CPUThreadPolicyConfigurationInvalid(Invalid):
+    msg_fmt = 'A CPU thread policy needs a CPU policy that pins CPUs.'
+
+
+class RealtimeConfigurationInvalid(Invalid):
+    msg_fmt = 'Realtime CPUs need a CPU policy that pins CPUs.'
+
+
+class RealtimeMaskNotFoundOrInvalid(Invalid):
+    msg_fmt = ('Realtime CPUs need at least one CPU that is not realtime, or isolated '
+               'emulator threads.')
+
+
+class RequiredMixedInstancePolicy(Invalid):
+    msg_fmt = "'hw:cpu_dedicated_mask' may only be given with the 'mixed' CPU policy."
+
+
+class RequiredMixedOrRealtimeCPUMask(Invalid):
+    msg_fmt = ("The 'mixed' CPU policy needs its dedicated CPUs given by exactly one of "
+               "'hw:cpu_dedicated_mask' and 'hw:cpu_realtime_mask'.")
+
+
+class InvalidMixedInstanceDedicatedMask(Invalid):
+    msg_fmt = ("A mixed instance needs at least one pinned and one unpinned vCPU; see "
+               "'hw:cpu_dedicated_mask'.")
+
+
+class MemoryPageSizeInvalid(Invalid):
+    msg_fmt = "Invalid memory page size '%(pagesize)s'"
+
+
+class MemoryPageSizeForbidden(Invalid):
+    msg_fmt = "Page size %(pagesize)s is not allowed against '%(against)s'"
+
+
+class MemoryPageSizeNotSupported(Invalid):
+    msg_fmt = 'The host has no pages of size %(pagesize)s.'
+
+
+class CPUPinningInvalid(Invalid):
+    msg_fmt = 'CPUs %(requested)s to pin are not all among the free CPUs %(available)s'
+
+
+class CPUUnpinningInvalid(Invalid):
+    msg_fmt = 'CPUs %(requested)s to unpin are not all among the pinned CPUs %(available)s'
+
+
+class CPUPinningUnknown(Invalid):
+    msg_fmt = 'CPUs %(requested)s to pin are not all among the known CPUs %(available)s'
+
+
+class CPUUnpinningUnknown(Invalid):
+    msg_fmt = 'CPUs %(requested)s to unpin are not all among the known CPUs %(available)s'
+
+
+class NumaTopologyNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_uuid)s has no NUMA topology'

@@ -78,6 +78,29 @@ COMPUTE_OPTS = [
 Non-zero: count consecutive failed builds on the node
 (``stats['failed_builds']``), which BuildFailureWeigher uses to steer new
 builds away. 0 turns counting off."""),
+    cfg.BoolOpt('packing_host_numa_cells_allocation_strategy', default=False, help="""
+Which host NUMA cells an instance's NUMA cells are tried on first. False
+spreads: the cells with the most free resources first. True packs: the
+busiest cells first, filled up before a free cell is used. The scheduler's
+NUMATopologyFilter and the compute's claim both read it: set it alike on
+schedulers and computes."""),
+    cfg.StrOpt('cpu_shared_set', help="""
+Host CPUs on which instances without pinned CPUs float (the NUMA cells'
+``cpuset``), as a CPU spec: ranges, single CPUs and ``^`` exclusions, e.g.
+``0-3,8-11,^10``.
+
+Unset: every host CPU, unless ``cpu_dedicated_set`` is set, which then leaves
+no shared CPU. With neither option set, every CPU serves both floating and
+pinned instances (Nova's legacy behaviour).
+
+Related options: ``[compute] cpu_dedicated_set``"""),
+    cfg.StrOpt('cpu_dedicated_set', help="""
+Host CPUs that pinned instances (``hw:cpu_policy=dedicated``) may be given
+for their own (the NUMA cells' ``pcpuset``), as a CPU spec like
+``cpu_shared_set``. Unset: no dedicated CPU unless ``cpu_shared_set`` is
+unset too (then every CPU, as in Nova).
+
+Related options: ``[compute] cpu_shared_set``"""),
 ]
 
 FAKE_GROUP = cfg.OptGroup('fake_driver', title='Fake virt driver', help="""

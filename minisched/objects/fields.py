@@ -148,3 +148,141 @@ class HVTypeField(ovo_fields.BaseEnumField):
 
 class VMModeField(ovo_fields.BaseEnumField):
     AUTO_TYPE = VMMode()
+
+
+class PCINUMAAffinityPolicy(ovo_fields.Enum):
+    """How strictly a PCI device must share a NUMA node with the instance (Nova's names).
+
+    ``required``: only devices on the instance's nodes; ``legacy``: those, else devices
+    reporting no node at all; ``preferred``: any device, the instance's nodes first;
+    ``socket``: devices on a node of the same socket as one of the instance's nodes.
+    """
+
+    REQUIRED = 'required'
+    LEGACY = 'legacy'
+    PREFERRED = 'preferred'
+    SOCKET = 'socket'
+    ALL = (REQUIRED, LEGACY, PREFERRED, SOCKET)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+
+class PCINUMAAffinityPolicyField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = PCINUMAAffinityPolicy()
+
+
+class MaxPhyAddrMode(ovo_fields.Enum):
+    """How a guest's physical address bits are chosen (Nova's ``MaxPhyAddrMode``)."""
+
+    PASSTHROUGH = 'passthrough'
+    EMULATE = 'emulate'
+    ALL = (PASSTHROUGH, EMULATE)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+
+class MaxPhysAddrModeField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = MaxPhyAddrMode()
+
+
+class PciDeviceStatus(ovo_fields.Enum):
+    """Life cycle of a PCI device on its compute (Nova's values).
+
+    ``unclaimable``/``unavailable``: a PF whose VF is claimed/allocated, or a VF whose PF is;
+    ``removed``: gone from the hypervisor but still in use; ``deleted``: forgotten.
+    """
+
+    AVAILABLE = 'available'
+    CLAIMED = 'claimed'
+    ALLOCATED = 'allocated'
+    REMOVED = 'removed'
+    DELETED = 'deleted'
+    UNCLAIMABLE = 'unclaimable'
+    UNAVAILABLE = 'unavailable'
+    ALL = (AVAILABLE, CLAIMED, ALLOCATED, REMOVED, DELETED, UNAVAILABLE, UNCLAIMABLE)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+
+class PciDeviceType(ovo_fields.Enum):
+    """Kinds of PCI device (Nova's strings, ``type-`` prefix included; ``vdpa`` has none)."""
+
+    STANDARD = 'type-PCI'
+    SRIOV_PF = 'type-PF'
+    SRIOV_VF = 'type-VF'
+    VDPA = 'vdpa'
+    ALL = (STANDARD, SRIOV_PF, SRIOV_VF, VDPA)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+
+class PciDeviceStatusField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = PciDeviceStatus()
+
+
+class PciDeviceTypeField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = PciDeviceType()
+
+
+# Compound field types the NUMA objects use (oslo.versionedobjects has them).
+SetOfStringsField = ovo_fields.SetOfStringsField
+ListOfSetsOfIntegersField = ovo_fields.ListOfSetsOfIntegersField
+DictOfSetOfIntegersField = ovo_fields.DictOfSetOfIntegersField
+DictProxyField = ovo_fields.DictProxyField
+
+
+class CPUAllocationPolicy(ovo_fields.Enum):
+    """Whether guest CPUs float over the host's shared CPUs, are each pinned to a host CPU
+    of their own, or a mix of both (Nova's ``hw:cpu_policy`` values)."""
+
+    DEDICATED = 'dedicated'
+    SHARED = 'shared'
+    MIXED = 'mixed'
+    ALL = (DEDICATED, SHARED, MIXED)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+
+class CPUThreadAllocationPolicy(ovo_fields.Enum):
+    """How pinned guest CPUs use host SMT siblings (Nova's ``hw:cpu_thread_policy``).
+
+    ``prefer``: siblings when there are any, else separate cores; ``isolate``: one guest CPU
+    per core, its siblings left unused; ``require``: siblings only, on an SMT host.
+    """
+
+    PREFER = 'prefer'
+    ISOLATE = 'isolate'
+    REQUIRE = 'require'
+    ALL = (PREFER, ISOLATE, REQUIRE)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+
+class CPUEmulatorThreadsPolicy(ovo_fields.Enum):
+    """Where a pinned guest's emulator threads run (Nova's ``hw:emulator_threads_policy``):
+    ``share`` over the guest's own CPUs, or ``isolate`` on one extra host CPU."""
+
+    SHARE = 'share'
+    ISOLATE = 'isolate'
+    ALL = (SHARE, ISOLATE)
+
+    def __init__(self):
+        super().__init__(valid_values=self.ALL)
+
+
+class CPUAllocationPolicyField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = CPUAllocationPolicy()
+
+
+class CPUThreadAllocationPolicyField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = CPUThreadAllocationPolicy()
+
+
+class CPUEmulatorThreadsPolicyField(ovo_fields.BaseEnumField):
+    AUTO_TYPE = CPUEmulatorThreadsPolicy()

@@ -6,8 +6,10 @@ that code without the image service, such as the scheduler, can read it back.
 """
 from oslo_utils import versionutils
 
+from minisched import exception
 from minisched.objects import base
 from minisched.objects import fields
+from minisched.virt import hardware
 
 #: Prefix of the ``system_metadata`` keys that hold the instance's image.
 SM_IMAGE_PROP_PREFIX = 'image_'
@@ -75,7 +77,17 @@ def get_image_from_system_metadata(system_meta):
 class ImageMetaProps(base.MinischedObject):
     """Typed image properties (Nova's ImageMetaProps, the subset the filters read)."""
 
-    VERSION = '1.20'
+    # Versions follow Nova's numbering, so that a version means the same fields as there
+    # (of those minisched has): 1.1 os_require_quiesce; 1.2 img_hv_type and
+    # img_hv_requested_version; 1.7 img_config_drive; 1.9 hw_cpu_thread_policy;
+    # 1.10 hw_cpu_realtime_mask; 1.11 hw_firmware_type; 1.20 traits_required;
+    # 1.25 hw_pci_numa_affinity_policy; 1.26 'mixed' hw_cpu_policy; 1.28 'socket'
+    # hw_pci_numa_affinity_policy; 1.33 hw_locked_memory; 1.36 hw_maxphysaddr_mode and
+    # hw_maxphysaddr_bits.
+    VERSION = '1.36'
+
+    #: Most guest NUMA nodes the per-node properties may describe.
+    NUMA_NODES_MAX = 128
 
     fields = {
         'hw_architecture': fields.ArchitectureField(),
@@ -88,13 +100,22 @@ class ImageMetaProps(base.MinischedObject):
         'hw_cpu_cores': fields.IntegerField(),
         'hw_cpu_sockets': fields.IntegerField(),
         'hw_cpu_threads': fields.IntegerField(),
-        'hw_cpu_policy': fields.StringField(),
-        'hw_cpu_thread_policy': fields.StringField(),
+        'hw_cpu_policy': fields.CPUAllocationPolicyField(),
+        'hw_cpu_thread_policy': fields.CPUThreadAllocationPolicyField(),
+        # Guest CPUs with a realtime policy, e.g. ``^0-1``: all but 0 and 1.
+        'hw_cpu_realtime_mask': fields.StringField(),
         'hw_disk_bus': fields.StringField(),
         'hw_firmware_type': fields.StringField(),
         'hw_machine_type': fields.StringField(),
+        'hw_locked_memory': fields.FlexibleBooleanField(),
+        # 'small', 'large', 'any' or a size (KiB, or with a unit).
         'hw_mem_page_size': fields.StringField(),
         'hw_numa_nodes': fields.IntegerField(),
+        # Per guest NUMA node, its CPUs and its memory (MiB): from hw_numa_cpus.N and
+        # hw_numa_mem.N properties.
+        'hw_numa_cpus': fields.ListOfSetsOfIntegersField(),
+        'hw_numa_mem': fields.ListOfIntegersField(),
+        'hw_pci_numa_affinity_policy': fields.PCINUMAAffinityPolicyField(),
         'hw_qemu_guest_agent': fields.FlexibleBooleanField(),
         'hw_rng_model': fields.StringField(),
         'hw_scsi_model': fields.StringField(),
@@ -107,6 +128,8 @@ class ImageMetaProps(base.MinischedObject):
         'img_signature': fields.StringField(),
         'img_signature_hash_method': fields.StringField(),
         'traits_required': fields.ListOfStringsField(),
+        'hw_maxphysaddr_mode': fields.MaxPhysAddrModeField(),
+        'hw_maxphysaddr_bits': fields.IntegerField(),
     }
 
     # Legacy property names accepted on input and mapped to the new ones (as Nova does).
@@ -119,8 +142,28 @@ class ImageMetaProps(base.MinischedObject):
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 13):
-            primitive.pop('img_signature_hash_method', None)
+        target = versionutils.convert_version_to_tuple(target_version)
+        for added_in, value, name in (
+                ((1, 28), fields.PCINUMAAffinityPolicy.SOCKET, 'hw_pci_numa_affinity_policy'),
+                ((1, 26), fields.CPUAllocationPolicy.MIXED, 'hw_cpu_policy')):
+            if target < added_in and primitive.get(name) == value:
+                raise exception.ObjectActionError(
+                    action='obj_make_compatible',
+                    reason='%s=%s not supported in version %s' % (name, value, target_version))
+        for added_in, names in (((1, 36), ('hw_maxphysaddr_mode', 'hw_maxphysaddr_bits')),
+                                ((1, 33), ('hw_locked_memory',)),
+                                ((1, 25), ('hw_pci_numa_affinity_policy',)),
+                                ((1, 20), ('traits_required',)),
+                                ((1, 13), ('img_signature_hash_method',)),
+                                ((1, 11), ('hw_firmware_type',)),
+                                ((1, 10), ('hw_cpu_realtime_mask',)),
+                                ((1, 9), ('hw_cpu_thread_policy',)),
+                                ((1, 7), ('img_config_drive',)),
+                                ((1, 2), ('img_hv_type', 'img_hv_requested_version')),
+                                ((1, 1), ('os_require_quiesce',))):
+            if target < added_in:
+                for name in names:
+                    primitive.pop(name, None)
 
     @classmethod
     def from_dict(cls, image_props):
@@ -134,7 +177,7 @@ class ImageMetaProps(base.MinischedObject):
                 if str(value) == 'required':
                     obj.traits_required = list(obj.get('traits_required', [])) + [key[6:]]
                 continue
-            if key not in cls.fields:
+            if key not in cls.fields or key in cls._PER_NODE:
                 continue
             if key == 'hw_architecture':
                 value = fields.Architecture.canonicalize(value)
@@ -143,7 +186,27 @@ class ImageMetaProps(base.MinischedObject):
             elif key == 'hw_vm_mode':
                 value = fields.VMMode.canonicalize(value)
             setattr(obj, key, value)
+        for name, parse in cls._PER_NODE.items():
+            values = cls._per_node_values(image_props or {}, name, parse)
+            if values is not None:
+                setattr(obj, name, values)
         return obj
+
+    #: Properties given one guest NUMA node at a time, as ``<name>.<node>``, and how to read
+    #: each value; the plain name is not read (as in Nova).
+    _PER_NODE = {'hw_numa_cpus': hardware.parse_cpu_spec, 'hw_numa_mem': int}
+
+    @classmethod
+    def _per_node_values(cls, image_props, name, parse):
+        """``[parse(<name>.0), parse(<name>.1), ...]`` up to the first missing node, or
+        None when there is no ``<name>.0``."""
+        values = []
+        for node in range(cls.NUMA_NODES_MAX):
+            key = '%s.%d' % (name, node)
+            if key not in image_props:
+                break
+            values.append(parse(image_props[key]))
+        return values or None
 
     def to_dict(self):
         """``{name: value}`` of the properties that are set, as plain Python values."""

@@ -1,5 +1,6 @@
 """ImageMeta/ImageMetaProps.from_dict: canonical values, legacy property names, traits; the
 image as an instance's system_metadata keeps it."""
+from minisched import exception
 from minisched import objects
 from minisched.objects import image_meta
 from tests.unit import base as test_base
@@ -142,3 +143,49 @@ class TestImageInSystemMetadata(test_base.TestCase):
         image = objects.Instance(uuid=uuids.instance).image_meta
         self.assertNotIn('id', image)
         self.assertEqual({}, image.properties.to_dict())
+
+
+class TestNUMAImageProperties(test_base.TestCase):
+
+    def test_per_node_cpus_and_memory_up_to_the_first_gap(self):
+        props = _props(**{'hw_numa_cpus.0': '0-1', 'hw_numa_cpus.1': '2,^2,3',
+                          'hw_numa_cpus.3': '7', 'hw_numa_mem.0': '512',
+                          'hw_numa_mem.1': '1024'})
+        self.assertEqual([{0, 1}, {3}], props.hw_numa_cpus)
+        self.assertEqual([512, 1024], props.hw_numa_mem)
+
+    def test_plain_per_node_names_are_not_read(self):
+        props = _props(hw_numa_cpus='0-1', hw_numa_mem='512')
+        self.assertNotIn('hw_numa_cpus', props)
+        self.assertNotIn('hw_numa_mem', props)
+
+    def test_policies_are_checked_enums(self):
+        props = _props(hw_cpu_policy='mixed', hw_cpu_thread_policy='isolate',
+                       hw_pci_numa_affinity_policy='socket', hw_maxphysaddr_mode='emulate',
+                       hw_maxphysaddr_bits='42', hw_locked_memory='yes')
+        self.assertEqual(('mixed', 'isolate', 'socket', 'emulate', 42, True),
+                         (props.hw_cpu_policy, props.hw_cpu_thread_policy,
+                          props.hw_pci_numa_affinity_policy, props.hw_maxphysaddr_mode,
+                          props.hw_maxphysaddr_bits, props.hw_locked_memory))
+        for name in ('hw_cpu_policy', 'hw_cpu_thread_policy', 'hw_pci_numa_affinity_policy',
+                     'hw_maxphysaddr_mode'):
+            self.assertRaises(ValueError, _props, **{name: 'bogus'})
+
+    def test_backports_drop_or_refuse_what_older_versions_lack(self):
+        props = _props(hw_maxphysaddr_mode='emulate', hw_maxphysaddr_bits='42',
+                       hw_locked_memory='true', hw_pci_numa_affinity_policy='required',
+                       hw_cpu_realtime_mask='^0', hw_cpu_thread_policy='prefer')
+        for version, gone, kept in (('1.35', 'hw_maxphysaddr_bits', 'hw_locked_memory'),
+                                    ('1.32', 'hw_locked_memory', 'hw_pci_numa_affinity_policy'),
+                                    ('1.24', 'hw_pci_numa_affinity_policy',
+                                     'hw_cpu_realtime_mask'),
+                                    ('1.9', 'hw_cpu_realtime_mask', 'hw_cpu_thread_policy'),
+                                    ('1.8', 'hw_cpu_thread_policy', None)):
+            data = props.obj_to_primitive(target_version=version)['minisched_object.data']
+            self.assertNotIn(gone, data, version)
+            if kept:
+                self.assertIn(kept, data, version)
+        for name, value, version in (('hw_cpu_policy', 'mixed', '1.25'),
+                                     ('hw_pci_numa_affinity_policy', 'socket', '1.27')):
+            self.assertRaises(exception.ObjectActionError,
+                              _props(**{name: value}).obj_to_primitive, target_version=version)

@@ -1,0 +1,1 @@
+"""PCI passthrough: device specs, aliases and requests, and the per-host device pools."""
