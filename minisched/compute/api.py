@@ -26,6 +26,8 @@ from minisched.objects import instance_fault
 from minisched.objects import instance_group as instance_group_obj
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.pci import request as pci_request
+from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
 
@@ -49,14 +51,19 @@ class API:
             raise exception.Invalid(reason='num_instances must be at least 1')
         image = dict(image or {})
         image_meta = image_meta_obj.ImageMeta.from_dict(image)
+        numa_topology, pci_requests = self._resource_constraints(flavor, image_meta)
         hints = {k: v if isinstance(v, list) else [v]
                  for k, v in (scheduler_hints or {}).items()}
         build_requests, specs = [], []
         for index in range(num_instances):
             instance = self._new_instance(context, flavor, image, availability_zone,
                                           display_name, index, num_instances)
+            instance.numa_topology = numa_topology.obj_clone() if numa_topology else None
+            instance.pci_requests = pci_requests.obj_clone()
+            instance.pci_devices = None
             spec = request_spec_obj.RequestSpec(
                 context, flavor=flavor, image=image_meta, num_instances=num_instances,
+                numa_topology=instance.numa_topology, pci_requests=instance.pci_requests,
                 project_id=context.project_id, user_id=context.user_id,
                 availability_zone=availability_zone, scheduler_hints=hints,
                 instance_uuid=instance.uuid, ignore_hosts=None, force_hosts=None,
@@ -79,6 +86,20 @@ class API:
                                                          [s.instance_uuid for s in specs])
         self._hand_over(context, build_requests, specs, image)
         return [spec.instance_uuid for spec in specs]
+
+    def _resource_constraints(self, flavor, image_meta):
+        """``(InstanceNUMATopology or None, InstancePCIRequests)`` the flavor's extra specs and
+        the image's ``hw_*`` properties ask for, as Nova's API computes them before anything
+        is written; a contradictory or unknown request raises an Invalid (or NotFound for an
+        undefined PCI alias) naming the cause."""
+        try:
+            numa_topology = hardware.numa_get_constraints(flavor, image_meta)
+            policy = hardware.get_pci_numa_policy_constraint(flavor, image_meta)
+            pci_requests = pci_request.get_pci_requests_from_flavor(
+                flavor, affinity_policy=policy, conf=self.conf)
+        except ValueError as exc:  # a malformed extra spec value Nova's API schema refuses
+            raise exception.Invalid(reason='flavor %s: %s' % (flavor.name, exc))
+        return numa_topology, pci_requests
 
     def _hand_over(self, context, build_requests, specs, image):
         """Cast the build to the conductor; the broker must take it within

@@ -1,4 +1,10 @@
-"""Resource tracker: keeps each node's ComputeNode record true and holds build claims."""
+"""Resource tracker: keeps each node's ComputeNode record true and holds build claims.
+
+Usage is recomputed from the node's instances on every refresh and adjusted on each claim,
+abort and removal: CPU, RAM and disk from the flavors, NUMA usage (pinned CPUs, memory and
+pages per cell) from the instances' fitted NUMA topologies, and PCI devices from the
+devices the instances hold (:class:`minisched.pci.manager.PciDevTracker`).
+"""
 import logging
 import threading
 
@@ -11,12 +17,15 @@ from minisched.objects import base as objects_base
 from minisched.objects import compute_node as compute_node_obj
 from minisched.objects import hv_spec
 from minisched.objects import instance as instance_obj
+from minisched import objects
+from minisched.pci import manager as pci_manager
+from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
 
 #: Copied from the driver's resource dict onto the node record.
 _DRIVER_FIELDS = ('vcpus', 'memory_mb', 'local_gb', 'cpu_info', 'vcpus_used', 'memory_mb_used',
-                  'local_gb_used', 'numa_topology', 'hypervisor_type', 'hypervisor_version',
+                  'local_gb_used', 'hypervisor_type', 'hypervisor_version',
                   'hypervisor_hostname', 'disk_available_least', 'host_ip')
 _RATIOS = ('cpu_allocation_ratio', 'ram_allocation_ratio', 'disk_allocation_ratio')
 
@@ -32,6 +41,10 @@ class ResourceTracker:
         self.stats = {}
         self.old_resources = {}  # nodename -> the node record as last saved
         self.tracked_instances = set()
+        #: nodename -> PciDevTracker of the node's devices.
+        self.pci_trackers = {}
+        #: nodename -> the NUMA topology the driver reports (no usage), JSON.
+        self._driver_numa = {}
         self._lock = threading.RLock()
 
     # -- periodic refresh ---------------------------------------------------------------
@@ -49,8 +62,18 @@ class ResourceTracker:
             self._init_compute_node(context, resources)
             instances = instance_obj.InstanceList.get_by_host_and_node(context, self.host,
                                                                        nodename)
+            self._pci_tracker(nodename, resources).set_hvdevs(
+                resources.get('pci_passthrough_devices'), instances)
             self._update_usage_from_instances(nodename, instances)
             self._update(context, self.compute_nodes[nodename])
+
+    def _pci_tracker(self, nodename, resources=None):
+        tracker = self.pci_trackers.get(nodename)
+        if tracker is None:
+            tracker = self.pci_trackers[nodename] = pci_manager.PciDevTracker(self.conf)
+        if resources is not None:
+            tracker.numa_topology = _numa(resources.get('numa_topology'))
+        return tracker
 
     def _init_compute_node(self, context, resources):
         nodename = resources['hypervisor_hostname']
@@ -76,12 +99,14 @@ class ResourceTracker:
         node.running_vms = 0
         node.stats = {}
         node.metrics = '[]'
+        node.numa_topology = resources.get('numa_topology')
         node.create()
         LOG.info('Compute node record created for %(host)s:%(node)s with uuid: %(uuid)s',
                  {'host': self.host, 'node': node.hypervisor_hostname, 'uuid': node.uuid})
         return node
 
     def _copy_resources(self, node, resources):
+        self._driver_numa[resources['hypervisor_hostname']] = resources.get('numa_topology')
         for name in _DRIVER_FIELDS:
             if name in resources and (name not in node or getattr(node, name) !=
                                       resources[name]):
@@ -104,6 +129,7 @@ class ResourceTracker:
         memory_used = self.conf.reserved_host_memory_mb
         disk_used = int(self.conf.reserved_host_disk_mb / 1024)
         vcpus_used = self.conf.reserved_host_cpus
+        numa_topology = _numa(self._driver_numa.get(nodename))
         self.tracked_instances = set()
         for instance in instances:
             if instance.vm_state in (instance_obj.DELETED, instance_obj.SHELVED_OFFLOADED):
@@ -114,7 +140,9 @@ class ResourceTracker:
             vcpus_used += flavor.vcpus
             node_stats.update_stats_for_instance(instance)
             self.tracked_instances.add(instance.uuid)
+            numa_topology = _numa_usage(numa_topology, instance, free=False)
         self._set_usage(node, node_stats, memory_used, disk_used, vcpus_used)
+        self._set_numa_pci(node, numa_topology)
 
     def _set_usage(self, node, node_stats, memory_used, disk_used, vcpus_used):
         values = {
@@ -127,6 +155,20 @@ class ResourceTracker:
         for name, value in values.items():
             if name not in node or getattr(node, name) != value:
                 setattr(node, name, value)
+
+    def _set_numa_pci(self, node, numa_topology):
+        """Write the node's NUMA usage and its free PCI device pools into the record."""
+        raw = numa_topology._to_json() if numa_topology is not None else None
+        if 'numa_topology' not in node or node.numa_topology != raw:
+            node.numa_topology = raw
+        pools = self._pci_tracker(node.hypervisor_hostname).stats.to_device_pools_obj()
+        # A claim leaves the pools it emptied listed with no device; a refresh rebuilds them
+        # without: reporting neither keeps the record from changing for nothing.
+        pools.objects = [pool for pool in pools if pool.count]
+        current = node.pci_device_pools if 'pci_device_pools' in node else None
+        if current is None or _pool_dicts(current) != _pool_dicts(pools):
+            pools.obj_reset_changes(recursive=True)  # the node's field change is the change
+            node.pci_device_pools = pools
 
     def _update(self, context, node):
         """Save only when something other than ``updated_at`` changed (not a heartbeat).
@@ -147,19 +189,30 @@ class ResourceTracker:
     def instance_claim(self, context, instance, nodename, limits=None):
         """Reserve ``instance``'s resources on ``nodename``; raises ComputeResourcesUnavailable.
 
-        Returns a :class:`~minisched.compute.claims.Claim` (a context manager that gives the
-        resources back if the block raises).
+        On success the instance records its host and node, its NUMA topology as fitted to the
+        node (host CPUs pinned) and the PCI devices handed to it, in one save. Returns a
+        :class:`~minisched.compute.claims.Claim` (a context manager that gives the resources
+        back if the block raises).
         """
         with self._lock:
             node = self.compute_nodes.get(nodename)
             if node is None:
                 raise exception.ComputeResourcesUnavailable(
                     reason='node %s is not known to this compute' % nodename)
-            claim = claims.Claim(self, instance, nodename, node, limits)
+            pci_tracker = self._pci_tracker(nodename)
+            claim = claims.Claim(self, instance, nodename, node, limits,
+                                 pci_stats=pci_tracker.stats)
+            if claim.claimed_numa_topology is not None:
+                instance.numa_topology = claim.claimed_numa_topology
+            pci_tracker.claim_instance(instance, claim.claimed_numa_topology)
             instance.host = self.host
             instance.node = nodename
             instance.launched_on = self.host
-            instance.save()
+            try:
+                instance.save()
+            except Exception:
+                pci_tracker.free_instance(instance)
+                raise
             self._apply_instance(node, instance, sign=1)
             self._update(context, node)
             return claim
@@ -197,7 +250,10 @@ class ResourceTracker:
         else:
             self.tracked_instances.discard(instance.uuid)
             node_stats.update_stats_for_instance(instance, is_removed=True)
+            self._pci_tracker(node.hypervisor_hostname).free_instance(instance)
         self._set_usage(node, node_stats, memory_used, disk_used, vcpus_used)
+        numa_topology = node.numa_topology if 'numa_topology' in node else None
+        self._set_numa_pci(node, _numa_usage(_numa(numa_topology), instance, free=sign < 0))
 
     def build_failed(self, nodename):
         if self.conf.compute.consecutive_build_service_disable_threshold:
@@ -206,3 +262,20 @@ class ResourceTracker:
     def build_succeeded(self, nodename):
         if self.conf.compute.consecutive_build_service_disable_threshold:
             self.stats[nodename].build_succeeded()
+
+
+def _pool_dicts(pools):
+    return [pool.to_dict() for pool in pools]
+
+
+def _numa(raw):
+    """A NUMATopology from a record's JSON (None for none)."""
+    return objects.NUMATopology.obj_from_db_obj(raw) if raw else None
+
+
+def _numa_usage(host_topology, instance, free):
+    """The host topology with ``instance``'s NUMA usage added (or, ``free``, removed)."""
+    instance_topology = instance.numa_topology if 'numa_topology' in instance else None
+    if host_topology is None or not instance_topology:
+        return host_topology
+    return hardware.numa_usage_from_instance_numa(host_topology, instance_topology, free=free)

@@ -124,6 +124,37 @@ Per-host sizes overriding vcpus/memory_mb/local_gb, as
 ``compute1:4/8192/100,compute2:16/32768/400``. Lets several fake computes of
 different sizes share one config (and one process, as the local cluster's
 fallback does)."""),
+    cfg.IntOpt('numa_nodes', default=0, min=0, max=64, help="""
+NUMA nodes (cells) the fake host reports. 0 reports no NUMA topology, as
+Nova's fake driver does: such a host takes no instance that asks for one
+(``hw:numa_nodes``, ``hw:cpu_policy=dedicated``, ``hw:mem_page_size``).
+
+The host's ``vcpus`` and ``memory_mb`` are split evenly over the nodes:
+CPUs ``0..vcpus/numa_nodes-1`` on node 0, and so on; ``vcpus`` must be a
+multiple of ``numa_nodes * cpu_threads``.
+
+Related options: ``cpu_threads``, ``hugepages``,
+``[compute] cpu_dedicated_set``, ``[compute] cpu_shared_set``"""),
+    cfg.IntOpt('cpu_threads', default=1, min=1, max=8, help="""
+Hardware threads per core of the fake NUMA host: consecutive CPUs of a node
+are siblings in groups of this size (``hw:cpu_thread_policy`` reads them).
+Only used with ``numa_nodes`` > 0."""),
+    cfg.ListOpt('hugepages', default=[], help="""
+Huge pages on every NUMA node of the fake host, as ``size_kb:count`` items,
+e.g. ``2048:512,1048576:2`` (512 pages of 2 MB and two of 1 GB per node).
+Their memory comes out of the node's small (4 KB) pages. Flavors with
+``hw:mem_page_size=large`` need them. Only used with ``numa_nodes`` > 0."""),
+    cfg.MultiStrOpt('pci_devices', default=[], help="""
+PCI devices the fake host has, one JSON object per entry (repeat the option
+for more), e.g.
+``{"vendor_id": "8086", "product_id": "1520", "count": 2, "numa_node": 0}``.
+Keys: ``vendor_id`` and ``product_id`` (4 hex digits, required), ``count``
+(default 1), ``numa_node`` (default none). Devices get addresses
+``0000:NN:00.M`` in the order given. As on a real compute, only the devices
+that a ``[pci] device_spec`` entry admits are offered, with that entry's tags
+(``physical_network``, ...).
+
+Related options: ``[pci] device_spec``, ``[pci] alias``"""),
     cfg.FloatOpt('spawn_delay_seconds', default=0.0, min=0.0,
                  help='Seconds each spawn takes; for tests and demos.'),
     cfg.StrOpt('spawn_failure', default='none',

@@ -9,6 +9,7 @@ from minisched import exception
 from minisched.objects import base
 from minisched.objects import fields
 from minisched.objects import hv_spec
+from minisched.objects import pci_device_pool
 
 CONF = conf.CONF
 
@@ -60,7 +61,8 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
         'host_ip': fields.IPAddressField(nullable=True),
         'numa_topology': fields.StringField(nullable=True),
         'supported_hv_specs': fields.ListOfObjectsField('HVSpec'),
-        'pci_device_pools': fields.StringField(nullable=True),
+        # Stored in the ``pci_stats`` column as the JSON of the list's primitive (Nova's form).
+        'pci_device_pools': fields.ObjectField('PciDevicePoolList', nullable=True),
         'cpu_allocation_ratio': fields.FloatField(),
         'ram_allocation_ratio': fields.FloatField(),
         'disk_allocation_ratio': fields.FloatField(),
@@ -92,6 +94,8 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
                 value = {k: None if v is None else str(v) for k, v in value.items()}
             elif name == 'supported_hv_specs':
                 value = [hv_spec.HVSpec.from_list(x) for x in jsonutils.loads(value or '[]')]
+            elif name == 'pci_device_pools' and value is not None:
+                value = pci_device_pool.from_pci_stats(value)
             elif name in DEFAULT_RATIOS:
                 value = cls._ratio(name, value)
             elif name == 'uuid' and value is None:
@@ -110,7 +114,9 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
             updates['supported_instances'] = jsonutils.dumps(
                 [spec.to_list() for spec in updates.pop('supported_hv_specs')])
         if 'pci_device_pools' in updates:
-            updates['pci_stats'] = updates.pop('pci_device_pools')
+            pools = updates.pop('pci_device_pools')
+            updates['pci_stats'] = (jsonutils.dumps(pools.obj_to_primitive())
+                                    if pools is not None else None)
         if updates.get('host_ip') is not None:
             updates['host_ip'] = str(updates['host_ip'])
         return updates

@@ -68,9 +68,15 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
         'metadata': fields.DictOfStringsField(),
         'system_metadata': fields.DictOfNullableStringsField(),
         'flavor': fields.ObjectField('Flavor'),
+        'numa_topology': fields.ObjectField('InstanceNUMATopology', nullable=True),
+        'pci_requests': fields.ObjectField('InstancePCIRequests', nullable=True),
+        'pci_devices': fields.ObjectField('PciDeviceList', nullable=True),
     }
 
     _JSON_COLUMNS = {'metadata': 'instance_metadata', 'system_metadata': 'system_metadata'}
+    #: Object fields kept as the JSON of their primitive in a column of the same name (Nova
+    #: keeps them in ``instance_extra`` and ``pci_devices``: see the 0003 migration).
+    _OBJECT_COLUMNS = ('numa_topology', 'pci_requests', 'pci_devices')
 
     @staticmethod
     def _from_db_object(context, instance, db_inst):
@@ -79,6 +85,11 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
                 raw = db_inst.get('flavor')
                 if raw:
                     instance.flavor = flavor_obj.Flavor.obj_from_primitive(jsonutils.loads(raw))
+                continue
+            if name in Instance._OBJECT_COLUMNS:
+                raw = db_inst.get(name)
+                setattr(instance, name, base.MinischedObject.obj_from_primitive(
+                    jsonutils.loads(raw), context=context) if raw else None)
                 continue
             column = Instance._JSON_COLUMNS.get(name, name)
             value = db_inst.get(column)
@@ -104,6 +115,9 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
                 for size in _FLAVOR_SIZE_FIELDS:
                     updates.setdefault(size, getattr(flavor, size))
                 updates.setdefault('instance_type_id', flavor.id if 'id' in flavor else None)
+        for name in self._OBJECT_COLUMNS:
+            if updates.get(name) is not None:
+                updates[name] = jsonutils.dumps(updates[name].obj_to_primitive())
         if 'cleaned' in updates:
             updates['cleaned'] = int(updates['cleaned'])
         return updates

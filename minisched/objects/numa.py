@@ -213,8 +213,10 @@ class NUMATopology(_ValueEquality, base.MinischedObject):
         return any(cell.has_threads for cell in self.cells)
 
     def _to_json(self):
-        """The form the compute node record stores: the JSON of the primitive."""
-        return jsonutils.dumps(self.obj_to_primitive())
+        """The form the compute node record stores: the JSON of the primitive, its lists of
+        changed fields sorted, so that equal topologies give equal text (the compute saves
+        its record when the text changes; schedulers parse each text once)."""
+        return jsonutils.dumps(_sorted_changes(self.obj_to_primitive()))
 
     @classmethod
     def obj_from_db_obj(cls, db_obj):
@@ -256,3 +258,13 @@ class NUMATopologyLimits(base.MinischedObject):
         super().obj_make_compatible(primitive, target_version)
         if versionutils.convert_version_to_tuple(target_version) < (1, 1):
             primitive.pop('network_metadata', None)
+
+
+def _sorted_changes(primitive):
+    """``primitive`` with every ``*.changes`` list sorted (they list a set)."""
+    if isinstance(primitive, dict):
+        return {key: sorted(value) if key.endswith('.changes') else _sorted_changes(value)
+                for key, value in primitive.items()}
+    if isinstance(primitive, list):
+        return [_sorted_changes(item) for item in primitive]
+    return primitive

@@ -2,6 +2,7 @@
 from oslo_serialization import jsonutils
 
 from minisched.db.api import api as api_db
+from minisched import objects
 from minisched.objects import base
 from minisched.objects import compute_node as compute_node_obj
 from minisched.objects import fields
@@ -17,7 +18,7 @@ class SchedulerLimits(base.MinischedObject):
     VERSION = '1.0'
 
     fields = {
-        'numa_topology': fields.StringField(nullable=True, default=None),
+        'numa_topology': fields.ObjectField('NUMATopologyLimits', nullable=True, default=None),
         'vcpu': fields.IntegerField(nullable=True, default=None),
         'disk_gb': fields.IntegerField(nullable=True, default=None),
         'memory_mb': fields.IntegerField(nullable=True, default=None),
@@ -77,13 +78,16 @@ class Destination(base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class RequestSpec(base.MinischedObject):
+    """Nova's RequestSpec at 1.11, every field of that version (``numa_topology``,
+    ``pci_requests`` and ``network_metadata`` are objects, as in Nova)."""
+
     VERSION = '1.11'
 
     fields = {
         'id': fields.IntegerField(),
         'image': fields.ObjectField('ImageMeta', nullable=True),
-        'numa_topology': fields.StringField(nullable=True),
-        'pci_requests': fields.StringField(nullable=True),
+        'numa_topology': fields.ObjectField('InstanceNUMATopology', nullable=True),
+        'pci_requests': fields.ObjectField('InstancePCIRequests', nullable=True),
         'project_id': fields.StringField(nullable=True),
         'user_id': fields.StringField(nullable=True),
         'availability_zone': fields.StringField(nullable=True),
@@ -100,6 +104,7 @@ class RequestSpec(base.MinischedObject):
         'scheduler_hints': fields.DictOfListOfStringsField(nullable=True),
         'instance_uuid': fields.UUIDField(),
         'security_groups': fields.ListOfStringsField(nullable=True),
+        'network_metadata': fields.ObjectField('NetworkMetadata'),
         'is_bfv': fields.BooleanField(),
     }
 
@@ -134,6 +139,8 @@ class RequestSpec(base.MinischedObject):
             self.num_instances = 1
         elif attrname == 'is_bfv':
             self.is_bfv = False
+        elif attrname == 'network_metadata':
+            self.network_metadata = objects.NetworkMetadata(physnets=set(), tunneled=False)
         else:
             raise AttributeError("'RequestSpec' has no set attribute '%s'" % attrname)
         self.obj_reset_changes([attrname])
@@ -167,6 +174,8 @@ class RequestSpec(base.MinischedObject):
         spec.availability_zone = props.get('availability_zone')
         if props.get('uuid'):
             spec.instance_uuid = props['uuid']
+        spec.numa_topology = _numa_topology_from(props.get('numa_topology'))
+        spec.pci_requests = _pci_requests_from(props.get('pci_requests'))
         spec._from_filter_properties(context, filter_properties)
         return spec
 
@@ -198,7 +207,8 @@ class RequestSpec(base.MinischedObject):
             spec['instance_type'] = self.flavor
         spec['num_instances'] = self.num_instances
         props = {}
-        for name in ('project_id', 'user_id', 'availability_zone'):
+        for name in ('project_id', 'user_id', 'availability_zone', 'numa_topology',
+                     'pci_requests'):
             if self.obj_attr_is_set(name):
                 props[name] = getattr(self, name)
         if self.obj_attr_is_set('instance_uuid'):
@@ -233,8 +243,9 @@ class RequestSpec(base.MinischedObject):
 
     def _to_json(self):
         spec = self.obj_clone()
-        # Per-build state is not stored, as in Nova.
-        for name in ('retry', 'requested_destination', 'limits', 'id'):
+        # Per-build state is not stored, as in Nova (nor the network metadata, only of use
+        # while scheduling).
+        for name in ('retry', 'requested_destination', 'limits', 'id', 'network_metadata'):
             if spec.obj_attr_is_set(name):
                 delattr(spec, name)
         if spec.obj_attr_is_set('instance_group') and spec.instance_group:
@@ -270,6 +281,23 @@ class RequestSpec(base.MinischedObject):
     @base.remotable_classmethod
     def destroy_by_instance_uuid(cls, context, instance_uuid):
         api_db.request_spec_destroy(context, instance_uuid)
+
+
+def _numa_topology_from(value):
+    """A legacy ``instance_properties['numa_topology']``: an object, its primitive (a dict
+    or its JSON), or None."""
+    if isinstance(value, str):
+        value = jsonutils.loads(value)
+    if isinstance(value, dict):
+        return objects.InstanceNUMATopology.obj_from_primitive(value)
+    return value
+
+
+def _pci_requests_from(value):
+    """A legacy ``instance_properties['pci_requests']``: an object, its primitive, or None."""
+    if isinstance(value, dict):
+        return objects.InstancePCIRequests.obj_from_primitive(value)
+    return value
 
 
 def _flavor_from(value):

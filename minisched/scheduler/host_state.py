@@ -5,9 +5,15 @@ so filters and weighers read it exactly as Nova's do. Its numeric attributes liv
 columns of a :class:`HostStateTable` shared by every host of a HostManager: the row proxy
 keeps one copy of the truth while vectorised filters and weighers read whole columns at
 once (one NumPy operation over 50,000 hosts instead of 50,000 Python calls).
+
+As in Nova, a host's ``numa_topology`` is a NUMATopology object (with the usage the compute
+reported) and its ``pci_stats`` a PciDeviceStats built from the reported device pools;
+consuming a request fits its NUMA topology and takes its PCI devices, and, since host states
+outlive requests here, a request that fails as a whole gives exactly that back.
 """
 import collections
 import collections.abc
+import functools
 import heapq
 import json
 import logging
@@ -17,6 +23,10 @@ import numpy as np
 from oslo_utils import timeutils
 
 from minisched.db import utils as db_utils
+from minisched import objects
+from minisched.objects import pci_device_pool
+from minisched.pci import stats as pci_stats_mod
+from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
 
@@ -30,7 +40,13 @@ FLOAT_COLUMNS = ('ram_allocation_ratio', 'cpu_allocation_ratio', 'disk_allocatio
 BOOL_COLUMNS = ('mapped',)
 _NULLABLE_INTS = frozenset(['hypervisor_version'])
 #: Attributes whose truthiness the table tracks per row (:attr:`HostStateTable.flagged`).
-TRACKED_ATTRIBUTES = ('aggregates', 'pci_stats')
+TRACKED_ATTRIBUTES = ('aggregates', 'numa_topology')
+#: Flagged rows whose ``pci_stats`` has device pools (a PciDeviceStats is always truthy).
+PCI_POOLS = 'pci_stats'
+#: Attribute of a RequestSpec where consume_from_request records what it took, per host, for
+#: unconsume_from_request (not a field: it never travels).
+_CONSUMED = '_host_consumptions'
+
 _NONE_INT = -1
 
 Metric = collections.namedtuple('Metric', 'name value timestamp source')
@@ -61,7 +77,7 @@ class HostStateTable:
         self.service_changes = 0
         #: Rows whose attribute of that name is truthy (see :func:`_tracked_attribute`):
         #: weighers learn "no host has aggregates" without visiting every host state.
-        self.flagged = {name: set() for name in TRACKED_ATTRIBUTES}
+        self.flagged = {name: set() for name in TRACKED_ATTRIBUTES + (PCI_POOLS,)}
         self._free_rows = []
 
     def _grow(self):
@@ -159,6 +175,35 @@ def _tracked_attribute(name):
     return property(getter, setter, doc='%s (truthiness tracked per row)' % name)
 
 
+def _pci_stats_property():
+    """``pci_stats``, with the rows whose stats have device pools recorded in the table
+    (pools emptied in place by a consumption leave the row flagged: weighers then find no
+    free device, the answer they would give anyway)."""
+
+    def getter(self):
+        return self.__dict__['_pci_stats']
+
+    def setter(self, value):
+        self.__dict__['_pci_stats'] = value
+        rows = self._table.flagged[PCI_POOLS]
+        if value is not None and getattr(value, 'pools', None):
+            rows.add(self._row)
+        else:
+            rows.discard(self._row)
+
+    return property(getter, setter, doc='PciDeviceStats of the host, or None')
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_numa_topology(raw):
+    """A compute node record's ``numa_topology`` JSON as a NUMATopology.
+
+    Shared between the hosts reporting the same text: topologies are never changed in place
+    (a consumption makes a new one), so one parse serves them all.
+    """
+    return objects.NUMATopology.obj_from_db_obj(raw)
+
+
 class HostState:
     """Mutable, unpersisted state of one compute node as the scheduler sees it."""
 
@@ -193,6 +238,7 @@ class HostState:
     locals().update({name: _int_column(name) for name in INT_COLUMNS})
     locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
     locals().update({name: _tracked_attribute(name) for name in TRACKED_ATTRIBUTES})
+    pci_stats = _pci_stats_property()
 
     @property
     def row(self):
@@ -252,8 +298,12 @@ class HostState:
         self.vcpus_total = compute.vcpus
         self.vcpus_used = compute.vcpus_used
         self.updated = updated_at
-        self.numa_topology = compute.numa_topology
-        self.pci_stats = compute.pci_device_pools
+        raw_numa = compute.numa_topology
+        self.numa_topology = _host_numa_topology(raw_numa) if raw_numa else None
+        pools = compute.pci_device_pools
+        if pools is None or isinstance(pools, str):
+            pools = pci_device_pool.from_pci_stats(pools) if pools else None
+        self.pci_stats = pci_stats_mod.PciDeviceStats(self.numa_topology, stats=pools)
         self.host_ip = compute.host_ip
         self.hypervisor_type = compute.hypervisor_type
         self.hypervisor_version = compute.hypervisor_version
@@ -283,13 +333,46 @@ class HostState:
                 self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
                 heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
 
-    def _consume(self, spec_obj, sign=1):
+    def _consume(self, spec_obj):
+        """Nova's ``_locked_consume_from_request``, recording on ``spec_obj`` what it took
+        from this host (see :meth:`unconsume_from_request`)."""
+        taken = _Consumption(self)
+        _consumptions(spec_obj).append(taken)
+        self._count(spec_obj, 1)
+        taken.counted = True
+        pci_requests = spec_obj.pci_requests if 'pci_requests' in spec_obj else None
+        pci_requests = pci_requests.requests if pci_requests and self.pci_stats else None
+        numa_topology = spec_obj.numa_topology if 'numa_topology' in spec_obj else None
+        if self.numa_topology and numa_topology:
+            fitted = hardware.numa_fit_instance_to_host(
+                self.numa_topology, numa_topology, limits=self.limits.get('numa_topology'),
+                pci_requests=pci_requests, pci_stats=self.pci_stats)
+            if fitted is None:
+                # Nova stores the None, and the request's later instances then pass the
+                # NUMATopologyFilter anywhere; keeping the request's topology keeps them
+                # fitted (the compute's claim stays the last word either way).
+                raise ValueError('the instance NUMA topology no longer fits')
+            spec_obj.numa_topology = fitted
+            self.numa_topology = hardware.numa_usage_from_instance_numa(
+                self.numa_topology, fitted)
+            taken.numa_topology = fitted
+        if pci_requests:
+            instance_cells = spec_obj.numa_topology.cells if spec_obj.numa_topology else None
+            before = _pool_counts(self.pci_stats)
+            try:
+                self.pci_stats.apply_requests(pci_requests, {}, instance_cells)
+            finally:
+                taken.pci_pools = _pools_taken(before, _pool_counts(self.pci_stats))
+        # Counted last, as in Nova: a failure above leaves the I/O operation uncounted.
+        self.num_io_ops += 1
+        taken.io_op = True
+
+    def _count(self, spec_obj, sign):
         disk_mb = (spec_obj.root_gb + spec_obj.ephemeral_gb) * 1024
         self.free_ram_mb -= sign * spec_obj.memory_mb
         self.free_disk_mb -= sign * disk_mb
         self.vcpus_used += sign * spec_obj.vcpus
         self.num_instances += sign
-        self.num_io_ops += sign
 
     def unconsume_from_request(self, spec_obj):
         """Give back one ``consume_from_request`` of a request that failed as a whole.
@@ -305,12 +388,80 @@ class HostState:
                 LOG.exception('Failed to give back a request on host %s', self.host)
 
     def _unconsume(self, spec_obj):
-        self._consume(spec_obj, sign=-1)
+        mine = [taken for taken in _consumptions(spec_obj) if taken.host_state is self]
+        if not mine:
+            return
+        taken = mine[-1]
+        _consumptions(spec_obj).remove(taken)
+        if taken.counted:
+            self._count(spec_obj, -1)
+        if taken.io_op:
+            self.num_io_ops -= 1
+        if taken.numa_topology is not None and self.numa_topology:
+            self.numa_topology = hardware.numa_usage_from_instance_numa(
+                self.numa_topology, taken.numa_topology, free=True)
+        if taken.pci_pools and self.pci_stats is not None:
+            _give_back_pools(self.pci_stats, taken.pci_pools)
+            self.pci_stats = self.pci_stats  # the row has pools again
 
     def __repr__(self):
         return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s' %
                 (self.host, self.nodename, self.free_ram_mb, self.free_disk_mb,
                  self.num_io_ops, self.num_instances))
+
+
+class _Consumption:
+    """What one ``consume_from_request`` took from one host."""
+
+    __slots__ = ('host_state', 'counted', 'io_op', 'numa_topology', 'pci_pools')
+
+    def __init__(self, host_state):
+        self.host_state = host_state
+        self.counted = self.io_op = False
+        #: The fitted instance topology whose usage was added to the host's, or None.
+        self.numa_topology = None
+        #: ``[(pool dict, devices taken)]``.
+        self.pci_pools = []
+
+
+def _consumptions(spec_obj):
+    consumed = getattr(spec_obj, _CONSUMED, None)
+    if consumed is None:
+        consumed = []
+        setattr(spec_obj, _CONSUMED, consumed)
+    return consumed
+
+
+def _pool_key(pool):
+    return tuple(sorted((key, repr(value)) for key, value in pool.items()
+                        if key not in ('count', 'devices')))
+
+
+def _pool_counts(stats):
+    """``{pool key: (count, copy of the pool)}`` of a PciDeviceStats."""
+    return {_pool_key(pool): (pool['count'], dict(pool)) for pool in stats.pools}
+
+
+def _pools_taken(before, after):
+    taken = []
+    for key, (count, pool) in before.items():
+        left = after[key][0] if key in after else 0
+        if left < count:
+            taken.append((pool, count - left))
+    return taken
+
+
+def _give_back_pools(stats, taken):
+    """Return devices :meth:`PciDeviceStats.apply_requests` took (it drops emptied pools)."""
+    pools = {_pool_key(pool): pool for pool in stats.pools}
+    for pool, count in taken:
+        current = pools.get(_pool_key(pool))
+        if current is not None:
+            current['count'] += count
+        else:
+            restored = dict(pool, count=count)
+            stats.pools.append(restored)
+            pools[_pool_key(pool)] = restored
 
 
 class ReadOnlyDict(collections.abc.Mapping):

@@ -1,8 +1,11 @@
 """A fake hypervisor: resources from ``[fake_driver]`` options, instances kept in memory.
 
 Many fake computes with distinct ``host`` names and sizes run side by side on one machine.
-Failure and delay injection (``spawn_failure``, ``spawn_delay_seconds``) drive the reschedule
-and timeout paths in tests.
+A fake host can also report a NUMA topology (cells, CPUs and their siblings, memory, huge
+pages; ``[compute] cpu_dedicated_set``/``cpu_shared_set`` split the CPUs as on libvirt) and
+PCI devices, so that pinned, huge-page and PCI-passthrough flavors can be scheduled and
+claimed. Failure and delay injection (``spawn_failure``, ``spawn_delay_seconds``) drive the
+reschedule and timeout paths in tests.
 """
 import collections
 import threading
@@ -12,8 +15,13 @@ from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 
 from minisched import exception
+from minisched import objects
 from minisched.objects import instance as instance_obj
 from minisched.virt import driver
+from minisched.virt import hardware
+
+#: Size of a small (regular) memory page, in KB.
+SMALL_PAGE_KB = 4
 
 InstanceInfo = collections.namedtuple('InstanceInfo', 'state internal_id')
 
@@ -42,6 +50,9 @@ class FakeDriver(driver.ComputeDriver):
                 raise exception.ConfigInvalid(reason='[fake_driver] host_sizes for %s must be '
                                               'vcpus/memory_mb/local_gb, got %r' %
                                               (host, opts.host_sizes[host]))
+        # Checked now, so that a bad value stops the service at start-up with its reason.
+        self._numa_json = self._numa_topology_json()
+        self._pci_json = jsonutils.dumps(pci_devices(opts.pci_devices))
 
     def get_available_nodes(self, refresh=False):
         return list(self._nodes)
@@ -79,8 +90,15 @@ class FakeDriver(driver.ComputeDriver):
             # Unlike Nova's fake (always 0), report real free disk so disk rules mean something.
             'disk_available_least': local_gb - used['local_gb'],
             'supported_instances': [(opts.cpu_arch, opts.hypervisor_type, 'hvm')],
-            'numa_topology': None,
+            # Without usage: the resource tracker adds its instances' (as with libvirt).
+            'numa_topology': self._numa_json,
+            'pci_passthrough_devices': self._pci_json,
         }
+
+    def _numa_topology_json(self):
+        vcpus, memory_mb, _ = self._sizes
+        topology = numa_topology(self.conf, vcpus, memory_mb)
+        return topology._to_json() if topology is not None else None
 
     def spawn(self, context, instance, image_meta, injected_files, admin_password,
               allocations, network_info=None, block_device_info=None):
@@ -129,3 +147,125 @@ class FakeDriver(driver.ComputeDriver):
 
     def reboot(self, context, instance, network_info, reboot_type):
         self.power_on(context, instance, network_info)
+
+
+def numa_topology(conf, vcpus, memory_mb):
+    """The host NUMA topology ``[fake_driver]`` and ``[compute]`` describe (no usage), or
+    None with ``numa_nodes = 0``. Raises ConfigInvalid for sizes that cannot be split."""
+    opts = conf.fake_driver
+    nodes, threads = opts.numa_nodes, opts.cpu_threads
+    if not nodes:
+        return None
+    if vcpus % (nodes * threads) or memory_mb % nodes:
+        raise exception.ConfigInvalid(reason=(
+            '[fake_driver] vcpus (%d) must be a multiple of numa_nodes * cpu_threads (%d) '
+            'and memory_mb (%d) a multiple of numa_nodes (%d)' % (
+                vcpus, nodes * threads, memory_mb, nodes)))
+    shared, dedicated = _cpu_sets(conf.compute, set(range(vcpus)))
+    hugepages = _hugepages(opts.hugepages)
+    if memory_mb // nodes * 1024 < sum(size * count for size, count in hugepages):
+        raise exception.ConfigInvalid(reason=(
+            '[fake_driver] hugepages %s need more than the %d MB of a NUMA node' % (
+                ','.join(opts.hugepages), memory_mb // nodes)))
+    return build_numa_topology(nodes, threads, vcpus, memory_mb, shared, dedicated, hugepages)
+
+
+def build_numa_topology(nodes, threads, vcpus, memory_mb, shared, dedicated, hugepages=()):
+    """A host NUMA topology without usage: ``vcpus`` CPUs and ``memory_mb`` split evenly over
+    ``nodes`` cells (CPUs numbered cell by cell, siblings in consecutive groups of
+    ``threads``), ``shared``/``dedicated`` the host CPUs of the cells' ``cpuset`` and
+    ``pcpuset``, ``hugepages`` ``[(size_kb, count)]`` on every cell out of its memory."""
+    per_node, node_mb = vcpus // nodes, memory_mb // nodes
+    small_kb = node_mb * 1024 - sum(size * count for size, count in hugepages)
+    cells = []
+    for node in range(nodes):
+        cpus = set(range(node * per_node, (node + 1) * per_node)) & (shared | dedicated)
+        siblings = [set(range(first, first + threads)) & cpus
+                    for first in range(node * per_node, (node + 1) * per_node, threads)]
+        mempages = [objects.NUMAPagesTopology(size_kb=SMALL_PAGE_KB,
+                                              total=small_kb // SMALL_PAGE_KB, used=0,
+                                              reserved=0)]
+        mempages += [objects.NUMAPagesTopology(size_kb=size, total=count, used=0, reserved=0)
+                     for size, count in hugepages]
+        cells.append(objects.NUMACell(
+            id=node, socket=node, cpuset=cpus & shared, pcpuset=cpus & dedicated,
+            memory=node_mb, cpu_usage=0, memory_usage=0, pinned_cpus=set(),
+            siblings=[sib for sib in siblings if sib], mempages=mempages,
+            network_metadata=objects.NetworkMetadata(physnets=set(), tunneled=False)))
+    return objects.NUMATopology(cells=cells)
+
+
+def _cpu_sets(compute_opts, online):
+    """``(shared, dedicated)`` host CPUs, as Nova's libvirt driver splits them."""
+    def parse(name):
+        spec = getattr(compute_opts, name)
+        if not spec:
+            return None
+        try:
+            cpus = hardware.parse_cpu_spec(spec)
+        except exception.Invalid as exc:
+            raise exception.ConfigInvalid(reason='[compute] %s: %s' % (
+                name, exc.format_message()))
+        if not cpus <= online:
+            raise exception.ConfigInvalid(reason=(
+                '[compute] %s names CPUs the host does not have: %s (it has 0-%d)' % (
+                    name, sorted(cpus - online), max(online))))
+        return cpus
+
+    shared, dedicated = parse('cpu_shared_set'), parse('cpu_dedicated_set')
+    if shared is None:
+        shared = set() if dedicated is not None else set(online)
+    if dedicated is None:
+        # Neither set: every CPU serves pinned instances too (Nova's upgrade behaviour).
+        dedicated = set(shared) if compute_opts.cpu_shared_set is None else set()
+    if shared & dedicated and compute_opts.cpu_shared_set and compute_opts.cpu_dedicated_set:
+        raise exception.ConfigInvalid(reason=(
+            '[compute] cpu_shared_set and cpu_dedicated_set overlap: %s' %
+            sorted(shared & dedicated)))
+    return shared, dedicated
+
+
+def _hugepages(items):
+    """``[(size_kb, count)]`` of ``[fake_driver] hugepages``."""
+    pages = []
+    for item in items:
+        try:
+            size, count = (int(part) for part in item.split(':'))
+            if size <= SMALL_PAGE_KB or count < 0:
+                raise ValueError()
+        except ValueError:
+            raise exception.ConfigInvalid(reason=(
+                '[fake_driver] hugepages: %r is not size_kb:count with size_kb > %d' % (
+                    item, SMALL_PAGE_KB)))
+        pages.append((size, count))
+    return pages
+
+
+def pci_devices(entries):
+    """The device dicts a libvirt host would report for ``[fake_driver] pci_devices``."""
+    devices = []
+    for position, entry in enumerate(entries):
+        try:
+            spec = jsonutils.loads(entry)
+            if not isinstance(spec, dict):
+                raise ValueError('not a JSON object')
+            vendor, product = spec['vendor_id'], spec['product_id']
+            count = int(spec.get('count', 1))
+            numa_node = spec.get('numa_node')
+            numa_node = None if numa_node is None else int(numa_node)
+            unknown = set(spec) - {'vendor_id', 'product_id', 'count', 'numa_node'}
+            if unknown:
+                raise ValueError('unknown keys %s' % ', '.join(sorted(unknown)))
+            if count < 0:
+                raise ValueError('count must not be negative')
+        except (ValueError, KeyError, TypeError) as exc:
+            raise exception.ConfigInvalid(reason='[fake_driver] pci_devices %r: %s' % (
+                entry, exc))
+        for index in range(count):
+            address = '0000:%02x:%02x.%d' % (0x81 + position, index // 8, index % 8)
+            devices.append({
+                'dev_id': 'pci_' + address.replace(':', '_').replace('.', '_'),
+                'address': address, 'vendor_id': vendor, 'product_id': product,
+                'numa_node': numa_node, 'label': 'label_%s_%s' % (vendor, product),
+                'dev_type': 'type-PCI', 'parent_addr': None})
+    return devices

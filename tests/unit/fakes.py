@@ -171,3 +171,37 @@ def fake_instance(uuid, **kw):
     """A bare Instance as host states hold them (uuid plus whatever ``kw`` sets)."""
     from minisched.objects import instance as instance_obj
     return instance_obj.Instance(uuid=uuid, **kw)
+
+
+def fake_numa_topology(nodes=2, cpus_per_node=4, threads=1, memory_mb_per_node=4096,
+                       hugepages=(), shared=None, dedicated=None):
+    """A host NUMA topology without usage, as the fake driver builds it; ``shared`` and
+    ``dedicated`` (sets of host CPUs) default to every CPU."""
+    from minisched.virt import fake
+    cpus = set(range(nodes * cpus_per_node))
+    return fake.build_numa_topology(
+        nodes, threads, nodes * cpus_per_node, nodes * memory_mb_per_node,
+        cpus if shared is None else shared, cpus if dedicated is None else dedicated,
+        hugepages)
+
+
+def fake_pci_stats(numa_topology=None, *pools):
+    """Scheduler-side PciDeviceStats of pools given as ``(vendor, product, numa_node,
+    count)``."""
+    from minisched.pci import stats
+    return stats.PciDeviceStats(numa_topology, stats=objects.PciDevicePoolList(objects=[
+        objects.PciDevicePool(vendor_id=vendor, product_id=product, numa_node=node, count=count,
+                              tags={'dev_type': 'type-PCI'})
+        for vendor, product, node, count in pools]))
+
+
+def fake_numa_spec(extra_specs, image_props=None, pci_aliases=(), conf=None, **kw):
+    """A RequestSpec whose NUMA topology and PCI requests come from ``extra_specs`` and
+    ``image_props`` as the compute API builds them (``conf`` defines ``[pci] alias``)."""
+    from minisched.pci import request as pci_request
+    from minisched.virt import hardware
+    spec = fake_spec(extra_specs=extra_specs, image_props=image_props, **kw)
+    spec.numa_topology = hardware.numa_get_constraints(spec.flavor, spec.image)
+    spec.pci_requests = (pci_request.get_pci_requests_from_flavor(spec.flavor, conf=conf)
+                         if conf is not None else None)
+    return spec

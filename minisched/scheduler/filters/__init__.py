@@ -87,6 +87,15 @@ class RowView:
     def column(self, name):
         return self.table.columns[name][self.rows]
 
+    def flagged(self, name):
+        """Positions (into the view) of the rows the table flags for ``name``
+        (:attr:`HostStateTable.flagged`), ascending."""
+        flagged = self.table.flagged[name]
+        if not flagged:
+            return np.empty(0, dtype=np.int64)
+        marked = np.fromiter(flagged, dtype=np.int64, count=len(flagged))
+        return np.flatnonzero(np.isin(self.rows, marked))
+
     def states(self):
         """The HostState objects of the rows, in row order."""
         states = self.table.states

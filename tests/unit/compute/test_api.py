@@ -3,6 +3,7 @@
 
 from minisched.compute import api as compute_api
 from minisched import context
+from minisched import exception
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import request_spec as request_spec_obj
@@ -60,3 +61,60 @@ class TestCreateKeepsTheImage(sqlite_databases.SqliteDatabases, base.TestCase):
     def test_no_image_keeps_only_the_flavor_minimum(self):
         self.assertEqual({'image_min_disk': '10', 'image_base_image_ref': None},
                          self._create(image=None).system_metadata)
+
+
+class TestCreateAsksForNUMAAndPCI(sqlite_databases.SqliteDatabases, base.TestCase):
+    """The flavor's extra specs and the image's properties become the instance's and the
+    request spec's NUMA topology and PCI requests; an impossible request writes nothing."""
+
+    def setUp(self):
+        super().setUp()
+        self.use_databases()
+        self.use_fake_transport()
+        self.flags(group='pci', alias=[
+            '{"name": "nic", "vendor_id": "8086", "product_id": "1520"}'])
+        self.ctxt = context.RequestContext(user_id='user1', project_id='project1',
+                                           is_admin=True)
+        self.api = compute_api.API(self.conf)
+
+    def test_pinned_pci_flavor_is_stored_with_its_topology_and_requests(self):
+        flavor = fakes.fake_flavor(vcpus=4, memory_mb=2048, extra_specs={
+            'hw:numa_nodes': '2', 'hw:cpu_policy': 'dedicated', 'pci_passthrough:alias': 'nic:2',
+            'hw:mem_page_size': 'any'})  # lets the image choose
+        uuid, = self.api.create(self.ctxt, flavor, image={'properties': {
+            'hw_mem_page_size': 'large'}})
+        instance = build_request_obj.BuildRequest.get_by_instance_uuid(self.ctxt, uuid).instance
+        spec = request_spec_obj.RequestSpec.get_by_instance_uuid(self.ctxt, uuid)
+        for holder in (instance, spec):
+            cells = holder.numa_topology.cells
+            self.assertEqual([(0, 1024, 'dedicated'), (1, 1024, 'dedicated')],
+                             [(cell.id, cell.memory, cell.cpu_policy) for cell in cells])
+            self.assertEqual([-2, -2], [cell.pagesize for cell in cells])  # large
+            self.assertEqual([(2, 'nic')], [(r.count, r.alias_name)
+                                            for r in holder.pci_requests.requests])
+        instance.create()  # in the cell, as the conductor does
+        stored = instance_obj.Instance.get_by_uuid(self.ctxt, uuid)
+        self.assertEqual(instance.numa_topology.obj_to_primitive(),
+                         stored.numa_topology.obj_to_primitive())
+        self.assertEqual(2, stored.pci_requests.requests[0].count)
+        self.assertIsNone(stored.pci_devices)
+
+    def test_plain_flavor_asks_for_nothing(self):
+        uuid, = self.api.create(self.ctxt, fakes.fake_flavor())
+        spec = request_spec_obj.RequestSpec.get_by_instance_uuid(self.ctxt, uuid)
+        self.assertIsNone(spec.numa_topology)
+        self.assertEqual([], spec.pci_requests.requests)
+
+    def test_impossible_requests_are_refused_before_anything_is_written(self):
+        for extra_specs, props, error in (
+                ({'hw:numa_nodes': '2'}, {}, exception.ImageNUMATopologyAsymmetric),  # 1 vCPU
+                ({'hw:cpu_policy': 'sometimes'}, {}, exception.InvalidCPUAllocationPolicy),
+                ({'pci_passthrough:alias': 'gpu:1'}, {}, exception.PciRequestAliasNotDefined),
+                ({'pci_passthrough:alias': 'nic'}, {}, exception.Invalid),
+                ({}, {'hw_mem_page_size': '2048'}, exception.MemoryPageSizeForbidden)):
+            with self.subTest(extra_specs=extra_specs, props=props):
+                with self.assertRaises(error):
+                    self.api.create(self.ctxt, fakes.fake_flavor(extra_specs=extra_specs),
+                                    image={'properties': props})
+                self.assertEqual([], build_request_obj.BuildRequestList.get_all(self.ctxt)
+                                 .objects)

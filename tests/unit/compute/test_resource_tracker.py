@@ -329,3 +329,97 @@ class TestBuildFailures(_TrackerTestCase):
         self.rt.build_failed(NODE)
         self._update()
         self.assertNotIn('failed_builds', node.stats)
+
+
+class TestNUMAAndPCIClaims(_TrackerTestCase):
+    """Claims fit NUMA topologies and hand out PCI devices; refreshes rebuild both from the
+    instances, so a claim never takes what an instance holds."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(group='fake_driver', numa_nodes=2, pci_devices=[
+            '{"vendor_id": "8086", "product_id": "1520", "count": 2, "numa_node": 0}',
+            '{"vendor_id": "8086", "product_id": "1520", "count": 1, "numa_node": 1}'])
+        self.flags(group='pci', device_spec=['{"vendor_id": "8086", "product_id": "1520"}'],
+                   alias=['{"name": "nic", "vendor_id": "8086", "product_id": "1520"}'])
+        self.driver = fake.FakeDriver(self.conf)
+        self.driver.init_host('host1')
+        self.rt = resource_tracker.ResourceTracker(self.conf, 'host1', self.driver)
+        self.limits = {'numa_topology': objects.NUMATopologyLimits(cpu_allocation_ratio=1.0,
+                                                                   ram_allocation_ratio=1.0)}
+        self._update()
+
+    def _numa_instance(self, name, extra_specs, **sizes):
+        spec = fakes.fake_numa_spec(extra_specs, conf=self.conf, **sizes)
+        return self._instance(name, vm_state=instance_obj.BUILDING, host=None, node=None,
+                              numa_topology=spec.numa_topology, pci_requests=spec.pci_requests,
+                              memory_mb=spec.flavor.memory_mb, vcpus=spec.flavor.vcpus)
+
+    def _node_usage(self):
+        node = self.rt.compute_nodes[NODE]
+        topology = objects.NUMATopology.obj_from_db_obj(node.numa_topology)
+        pools = sorted((pool.numa_node, pool.count) for pool in node.pci_device_pools)
+        return [set(cell.pinned_cpus) for cell in topology.cells], pools
+
+    def test_record_reports_the_topology_and_the_device_pools(self):
+        self.assertEqual(([set(), set()], [(0, 1), (0, 1), (1, 1)]), self._node_usage())
+
+    def test_claim_pins_cpus_and_records_devices_on_the_instance(self):
+        instance = self._numa_instance('a', {'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated',
+                                             'pci_passthrough:alias': 'nic:2'}, vcpus=4)
+        claim = self.rt.instance_claim(self.ctxt, instance, NODE, self.limits)
+        self.assertEqual({0, 1, 2, 3}, set(instance.numa_topology.cells[0].cpu_pinning.values()))
+        self.assertIs(claim.claimed_numa_topology, instance.numa_topology)
+        self.assertEqual(['0000:81:00.0', '0000:81:00.1'],
+                         sorted(dev.address for dev in instance.pci_devices))
+        self.assertEqual({instance.uuid}, {dev.instance_uuid for dev in instance.pci_devices})
+        self.assertEqual(([{0, 1, 2, 3}, set()], [(1, 1)]), self._node_usage())
+
+    def test_pinned_cpus_and_devices_are_never_handed_out_twice(self):
+        extra = {'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated',
+                 'pci_passthrough:alias': 'nic:1'}
+        claimed = [self._numa_instance('i%d' % i, extra, vcpus=4) for i in range(2)]
+        for instance in claimed:
+            self.rt.instance_claim(self.ctxt, instance, NODE, self.limits)
+        self.instances = claimed  # the refresh reads them back from the database
+        self._update()
+        self.assertEqual(([{0, 1, 2, 3}, {4, 5, 6, 7}], [(0, 1)]), self._node_usage())
+        with self.assertRaises(exception.ComputeResourcesUnavailable) as caught:
+            self.rt.instance_claim(self.ctxt, self._numa_instance('third', extra, vcpus=1),
+                                   NODE, self.limits)
+        self.assertIn('NUMA topology', str(caught.exception))
+        devices = [dev.address for instance in claimed for dev in instance.pci_devices]
+        self.assertEqual(len(devices), len(set(devices)))
+
+    def test_devices_beyond_the_pools_are_refused(self):
+        instance = self._numa_instance('greedy', {'pci_passthrough:alias': 'nic:4'})
+        with self.assertRaises(exception.ComputeResourcesUnavailable) as caught:
+            self.rt.instance_claim(self.ctxt, instance, NODE, {})
+        self.assertIn('Claim pci failed', str(caught.exception))
+
+    def test_a_numa_instance_is_refused_by_a_host_without_topology(self):
+        self.flags(group='fake_driver', numa_nodes=0)
+        self.driver.init_host('host1')
+        self._update()
+        instance = self._numa_instance('x', {'hw:numa_nodes': '1'}, vcpus=2)
+        with self.assertRaises(exception.ComputeResourcesUnavailable):
+            self.rt.instance_claim(self.ctxt, instance, NODE, self.limits)
+
+    def test_abort_and_removal_give_cpus_and_devices_back(self):
+        extra = {'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated',
+                 'pci_passthrough:alias': 'nic:1'}
+        instance = self._numa_instance('a', extra, vcpus=2)
+        with self.assertRaises(RuntimeError):
+            with self.rt.instance_claim(self.ctxt, instance, NODE, self.limits):
+                raise RuntimeError('spawn failed')
+        self.assertEqual(([set(), set()], [(0, 1), (0, 1), (1, 1)]), self._node_usage())
+        other = self._numa_instance('b', extra, vcpus=2)
+        self.rt.instance_claim(self.ctxt, other, NODE, self.limits)
+        self.rt.update_usage(self.ctxt, other, NODE, is_removed=True)
+        self.assertEqual(([set(), set()], [(0, 1), (0, 1), (1, 1)]), self._node_usage())
+
+    def test_devices_the_spec_does_not_admit_are_not_offered(self):
+        self.flags(group='pci', device_spec=['{"address": "0000:81:00.0"}'])
+        self.rt = resource_tracker.ResourceTracker(self.conf, 'host1', self.driver)
+        self._update()
+        self.assertEqual([(0, 1)], self._node_usage()[1])

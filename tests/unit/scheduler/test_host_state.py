@@ -1,8 +1,11 @@
 """HostState: updates from compute node records, consumption, and the shared column table."""
 import datetime
 
+from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
+from minisched import objects
+from minisched.pci import stats as pci_stats
 from minisched.scheduler import host_manager
 from minisched.scheduler import host_state
 from minisched.scheduler import ironic_host_manager
@@ -125,6 +128,89 @@ class TestConsume(base.TestCase):
                                         state.vcpus_used, state.num_instances))
 
 
+class TestNUMAAndPCI(base.TestCase):
+    """A record's NUMA topology and PCI pools, consumed by requests and given back."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(group='pci', alias=['{"name": "nic", "vendor_id": "8086", '
+                                       '"product_id": "1520"}'])
+        self.topology = fakes.fake_numa_topology(nodes=2, cpus_per_node=4)
+        pools = fakes.fake_pci_stats(self.topology, ('8086', '1520', 0, 2),
+                                     ('8086', '1520', 1, 1)).to_device_pools_obj()
+        self.state = host_state.HostState('host1', 'node1', base.uuids.cell)
+        self.state.update(compute=host_manager.NodeRecord(_node(
+            numa_topology=self.topology._to_json(),
+            pci_stats=jsonutils.dumps(pools.obj_to_primitive())), self.conf))
+
+    def _spec(self, extra_specs, **kw):
+        return fakes.fake_numa_spec(extra_specs, conf=self.conf, **kw)
+
+    def _usage(self):
+        cells = [(set(cell.pinned_cpus), cell.cpu_usage, cell.memory_usage,
+                  [(page.size_kb, page.used) for page in cell.mempages])
+                 for cell in self.state.numa_topology.cells]
+        return (cells, self._pools(), self.state.free_ram_mb, self.state.vcpus_used,
+                self.state.num_instances, self.state.num_io_ops)
+
+    def _pools(self):
+        return sorted((pool['numa_node'], pool['count']) for pool in self.state.pci_stats.pools)
+
+    def test_record_gives_objects_and_flags_the_row(self):
+        self.assertEqual(self.topology._to_json(), self.state.numa_topology._to_json())
+        self.assertEqual([(0, 2), (1, 1)], self._pools())
+        table = self.state._table
+        self.assertEqual({self.state.row}, table.flagged['numa_topology'])
+        self.assertEqual({self.state.row}, table.flagged['pci_stats'])
+
+    def test_consume_pins_cpus_and_takes_devices(self):
+        spec = self._spec({'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated',
+                           'pci_passthrough:alias': 'nic:2'}, vcpus=4, memory_mb=1024)
+        self.state.consume_from_request(spec)
+        cells = self.state.numa_topology.cells
+        self.assertEqual([{0, 1, 2, 3}, set()], [set(cell.pinned_cpus) for cell in cells])
+        self.assertEqual([1024, 0], [cell.memory_usage for cell in cells])
+        self.assertEqual({0: 0, 1: 1, 2: 2, 3: 3}, spec.numa_topology.cells[0].cpu_pinning)
+        self.assertEqual([(1, 1)], self._pools())  # the two devices of the instance's cell
+
+    def test_unconsume_gives_back_exactly_what_a_failed_request_took(self):
+        before = self._usage()
+        spec = self._spec({'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated',
+                           'pci_passthrough:alias': 'nic:1'}, vcpus=2, memory_mb=512)
+        self.state.consume_from_request(spec)
+        first = self._usage()
+        self.state.consume_from_request(spec)
+        self.assertNotEqual(first, self._usage())
+        self.state.unconsume_from_request(spec)
+        self.assertEqual(first, self._usage())
+        self.state.unconsume_from_request(spec)
+        self.assertEqual(before, self._usage())
+        self.state.unconsume_from_request(spec)  # nothing left to give back
+        self.assertEqual(before, self._usage())
+
+    def test_emptied_pools_come_back(self):
+        spec = self._spec({'pci_passthrough:alias': 'nic:3'})
+        self.state.consume_from_request(spec)
+        self.assertEqual([], self._pools())
+        self.state.unconsume_from_request(spec)
+        self.assertEqual([(0, 2), (1, 1)], self._pools())
+        self.assertEqual({self.state.row}, self.state._table.flagged['pci_stats'])
+
+    def test_a_topology_that_no_longer_fits_is_not_consumed(self):
+        spec = self._spec({'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated'}, vcpus=4)
+        self.state.consume_from_request(spec)
+        self.state.consume_from_request(spec)
+        requested = spec.numa_topology
+        with self.assertLogs('minisched.scheduler.host_state', 'ERROR'):
+            self.state.consume_from_request(spec)  # both cells are pinned full
+        self.assertIs(requested, spec.numa_topology)  # kept, not Nova's None
+        self.state.unconsume_from_request(spec)
+        self.state.unconsume_from_request(spec)
+        self.state.unconsume_from_request(spec)
+        self.assertEqual([set(), set()],
+                         [set(cell.pinned_cpus) for cell in self.state.numa_topology.cells])
+
+
 class TestHostStateTable(base.TestCase):
 
     def test_states_share_columns_and_rows_are_reused(self):
@@ -149,7 +235,8 @@ class TestHostStateTable(base.TestCase):
 
 
 class TestTrackedAttributes(base.TestCase):
-    """HostStateTable.flagged follows assignments of aggregates and pci_stats."""
+    """HostStateTable.flagged follows assignments of aggregates, NUMA topologies and PCI
+    stats (these: only stats with device pools)."""
 
     def test_flags_follow_assignments_and_release(self):
         table = host_state.HostStateTable(capacity=4)
@@ -157,7 +244,9 @@ class TestTrackedAttributes(base.TestCase):
         b = fakes.fake_host_state('b', table=table)
         self.assertEqual(set(), table.flagged['aggregates'])
         a.aggregates = [fakes.fake_aggregate(hosts=['a'])]
-        b.pci_stats = 'pools'
+        a.pci_stats = pci_stats.PciDeviceStats(None)
+        b.pci_stats = pci_stats.PciDeviceStats(None, stats=objects.PciDevicePoolList(objects=[
+            objects.PciDevicePool(vendor_id='8086', product_id='1520', count=2, tags={})]))
         self.assertEqual({a.row}, table.flagged['aggregates'])
         self.assertEqual({b.row}, table.flagged['pci_stats'])
         a.update(aggregates=[])

@@ -173,3 +173,92 @@ class TestLoadComputeDriver(base.TestCase):
             virt_driver.load_compute_driver(self.conf, name='libvirt.LibvirtDriver')
         self.assertIn('libvirt.LibvirtDriver', str(ctx.exception))
         self.assertIn('fake.FakeDriver', str(ctx.exception))
+
+
+class TestFakeNUMAAndPCI(base.TestCase):
+    """[fake_driver] numa_nodes/cpu_threads/hugepages/pci_devices and [compute] CPU sets."""
+
+    def _resources(self, host='host1', compute=None, **fake_opts):
+        self.flags(group='fake_driver', **fake_opts)
+        self.flags(group='compute', **(compute or {}))
+        driver = fake.FakeDriver(self.conf)
+        driver.init_host(host)
+        return driver.get_available_resource(host)
+
+    def _topology(self, **kw):
+        raw = self._resources(**kw)['numa_topology']
+        return objects.NUMATopology.obj_from_db_obj(raw)
+
+    def test_no_numa_nodes_reports_no_topology_and_no_device(self):
+        resources = self._resources()
+        self.assertIsNone(resources['numa_topology'])
+        self.assertEqual([], jsonutils.loads(resources['pci_passthrough_devices']))
+
+    def test_cells_split_cpus_memory_and_siblings(self):
+        topology = self._topology(vcpus=8, memory_mb=8192, numa_nodes=2, cpu_threads=2,
+                                  hugepages=['2048:512'])
+        self.assertEqual([0, 1], [cell.id for cell in topology.cells])
+        cell = topology.cells[1]
+        self.assertEqual({4, 5, 6, 7}, cell.cpuset)
+        self.assertEqual({4, 5, 6, 7}, cell.pcpuset)  # neither CPU set given: both
+        self.assertEqual([{4, 5}, {6, 7}], [set(sib) for sib in cell.siblings])
+        self.assertEqual(4096, cell.memory)
+        self.assertEqual([(4, (4096 - 1024) * 256), (2048, 512)],
+                         [(page.size_kb, page.total) for page in cell.mempages])
+        self.assertTrue(topology.has_threads)
+        self.assertEqual((0, 0, set()), (cell.cpu_usage, cell.memory_usage, cell.pinned_cpus))
+
+    def test_cpu_sets_split_shared_and_dedicated_cpus(self):
+        topology = self._topology(vcpus=8, memory_mb=4096, numa_nodes=2,
+                                  compute={'cpu_shared_set': '0-1,4-5',
+                                           'cpu_dedicated_set': '2-3,6-7'})
+        self.assertEqual(({0, 1}, {2, 3}), (topology.cells[0].cpuset, topology.cells[0].pcpuset))
+        only_shared = self._topology(vcpus=8, memory_mb=4096, numa_nodes=2,
+                                     compute={'cpu_shared_set': '0-7',
+                                              'cpu_dedicated_set': None})
+        self.assertEqual(set(), only_shared.cells[0].pcpuset)
+        only_dedicated = self._topology(vcpus=8, memory_mb=4096, numa_nodes=2,
+                                        compute={'cpu_shared_set': None,
+                                                 'cpu_dedicated_set': '0-7'})
+        self.assertEqual((set(), {0, 1, 2, 3}), (only_dedicated.cells[0].cpuset,
+                                                 only_dedicated.cells[0].pcpuset))
+
+    def test_bad_numa_settings_stop_the_driver_with_the_reason(self):
+        for fake_opts, compute, words in (
+                ({'vcpus': 6, 'numa_nodes': 4}, {}, 'multiple of numa_nodes'),
+                ({'vcpus': 8, 'memory_mb': 2048, 'numa_nodes': 2, 'hugepages': ['2048:600']},
+                 {}, 'need more than the 1024 MB'),
+                ({'numa_nodes': 1, 'hugepages': ['2048']}, {}, 'size_kb:count'),
+                ({'numa_nodes': 1}, {'cpu_dedicated_set': '0-99'}, 'does not have'),
+                ({'numa_nodes': 1}, {'cpu_shared_set': '0-3', 'cpu_dedicated_set': '3-5'},
+                 'overlap'),
+                ({'numa_nodes': 1}, {'cpu_shared_set': 'zero'}, 'cpu_shared_set')):
+            with self.subTest(fake_opts=fake_opts, compute=compute):
+                self.flags(group='compute', cpu_shared_set=None, cpu_dedicated_set=None)
+                with self.assertRaises(exception.ConfigInvalid) as caught:
+                    self._resources(compute=compute, **fake_opts)
+                self.assertIn(words, caught.exception.format_message())
+
+    def test_pci_devices_are_reported_as_a_libvirt_host_would(self):
+        resources = self._resources(pci_devices=[
+            '{"vendor_id": "8086", "product_id": "1520", "count": 2, "numa_node": 1}',
+            '{"vendor_id": "10de", "product_id": "1eb8"}'])
+        devices = jsonutils.loads(resources['pci_passthrough_devices'])
+        self.assertEqual(['0000:81:00.0', '0000:81:00.1', '0000:82:00.0'],
+                         [dev['address'] for dev in devices])
+        self.assertEqual([1, 1, None], [dev['numa_node'] for dev in devices])
+        self.assertEqual({'type-PCI'}, {dev['dev_type'] for dev in devices})
+        self.assertEqual('label_10de_1eb8', devices[2]['label'])
+
+    def test_bad_pci_device_entries_are_refused_with_the_entry(self):
+        for entry, words in (('{"vendor_id": "8086"}', "'product_id'"),
+                             ('[1, 2]', 'not a JSON object'),
+                             ('{"vendor_id": "8086", "product_id": "1", "colour": "red"}',
+                              'unknown keys colour'),
+                             ('{"vendor_id": "8086", "product_id": "1", "count": -1}',
+                              'negative')):
+            with self.subTest(entry=entry):
+                with self.assertRaises(exception.ConfigInvalid) as caught:
+                    self._resources(pci_devices=[entry])
+                self.assertIn(words, caught.exception.format_message())
+                self.assertIn(entry, caught.exception.format_message())

@@ -1,16 +1,15 @@
 """PCIWeigher: 100 - min(free devices, 99), list-bounded, whatever the request."""
-import types
-
-from oslo_serialization import jsonutils
-
 from minisched.scheduler.weights import pci
+from tests.unit import fakes
 from tests.unit.scheduler.weights import helpers
 
 FS = 'filter_scheduler'
 
 
 def pools(*counts):
-    return [{'vendor_id': '8086', 'product_id': '1520', 'count': c} for c in counts]
+    """A host's PciDeviceStats with pools of these device counts."""
+    return fakes.fake_pci_stats(None, *[('8086', '%04x' % i, None, count)
+                                        for i, count in enumerate(counts)])
 
 
 CASES = [
@@ -21,13 +20,12 @@ CASES = [
      [{'pci_stats': pools(150)}, {'pci_stats': pools(99)}, {'pci_stats': pools(0)}],
      [('host3', 1.0), ('host1', 0.0), ('host2', 0.0)]),
     ('no host has devices: all 0 (list-bounded)', {},
-     [{}, {'pci_stats': []}], [('host1', 0.0), ('host2', 0.0)]),
+     [{}, {'pci_stats': pools()}], [('host1', 0.0), ('host2', 0.0)]),
     ('multiplier scales', {FS: {'pci_weight_multiplier': 3.0}},
      [{'pci_stats': pools(4)}, {}], [('host2', 3.0), ('host1', 0.0)]),
-    ('pools as JSON text or a PciDeviceStats-like object', {},
-     [{'pci_stats': jsonutils.dumps(pools(1))},
-      {'pci_stats': types.SimpleNamespace(pools=pools(3))}, {}],
-     [('host3', 1.0), ('host1', 0.6666666666666666), ('host2', 0.0)]),
+    ('pools emptied by consumption count as no device', {},
+     [{'pci_stats': pools(0, 0)}, {'pci_stats': pools(2)}, {}],
+     [('host1', 1.0), ('host3', 1.0), ('host2', 0.0)]),
 ]
 
 
@@ -37,8 +35,8 @@ class TestPCIWeigher(helpers.WeigherTestCase):
 
     def test_raw_values(self):
         weigher = pci.PCIWeigher(self.conf)
-        for stats, expected in ((None, 100), (pools(1), 99), (pools(60, 60), 1),
-                                (pools(98), 2), (pools(99), 1)):
-            with self.subTest(stats=stats):
-                host = self.hosts({'pci_stats': stats})[0]
+        for counts, expected in ((None, 100), ((1,), 99), ((60, 60), 1), ((98,), 2),
+                                 ((99,), 1)):
+            with self.subTest(counts=counts):
+                host = self.hosts({'pci_stats': pools(*counts) if counts else None})[0]
                 self.assertEqual(expected, weigher._weigh_object(host, None))

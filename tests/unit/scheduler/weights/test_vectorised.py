@@ -50,8 +50,9 @@ host = st.fixed_dictionaries({
     'num_io_ops': st.integers(-2, 10), 'num_instances': st.integers(0, 60),
     'failed_builds': st.integers(0, 4),
     'hypervisor_version': st.one_of(st.none(), st.integers(0, 3), st.just(6002000)),
-    'pci_stats': st.one_of(st.none(), st.lists(
-        st.builds(lambda c: {'count': c}, st.integers(0, 120)), max_size=3)),
+    'pci_stats': st.one_of(st.none(), st.lists(st.integers(0, 120), max_size=3).map(
+        lambda counts: fakes.fake_pci_stats(None, *[('8086', '%04x' % i, None, count)
+                                                    for i, count in enumerate(counts)]))),
     'instances': st.lists(st.sampled_from(MEMBERS + ['x1', 'x2']), max_size=4).map(
         lambda uuids: dict.fromkeys(uuids)),
     'metrics': st.dictionaries(st.sampled_from(['cpu', 'mem', 'io']),

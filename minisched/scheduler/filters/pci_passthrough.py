@@ -1,0 +1,52 @@
+"""Drop hosts that do not have the PCI devices the request asks for.
+
+Nova's PciPassthroughFilter: a request without PCI requests passes; otherwise the host's
+device pools (``host_state.pci_stats``, a PciDeviceStats) must support every request
+(vendor/product and tags, count, NUMA affinity policy). minisched has no Placement, hence no
+allocation candidates to narrow.
+"""
+import logging
+
+import numpy as np
+
+from minisched.scheduler import filters
+
+LOG = logging.getLogger(__name__)
+
+
+def _requests(spec_obj):
+    pci_requests = spec_obj.pci_requests if 'pci_requests' in spec_obj else None
+    return pci_requests.requests if pci_requests else None
+
+
+class PciPassthroughFilter(filters.BaseHostFilter):
+    """Passes hosts whose PCI device pools can satisfy the request's PCI requests."""
+
+    RUN_ON_REBUILD = False
+
+    def host_passes(self, host_state, spec_obj):
+        requests = _requests(spec_obj)
+        if not requests:
+            return True
+        if not host_state.pci_stats or not host_state.pci_stats.support_requests(
+                requests, provider_mapping=None):
+            LOG.debug("%(host_state)s doesn't have the required PCI devices (%(requests)s)",
+                      {'host_state': host_state, 'requests': requests})
+            return False
+        return True
+
+    def is_noop(self, spec_obj):
+        return not _requests(spec_obj)
+
+    def filter_rows(self, view, spec_obj):
+        requests = _requests(spec_obj)
+        if not requests:
+            return np.ones(len(view), dtype=bool)
+        if any(request.count < 1 for request in requests):
+            return None  # a request for no device: let every host answer for itself
+        # A host without device pools has no device to give: only the others are asked.
+        mask = np.zeros(len(view), dtype=bool)
+        states, rows = view.table.states, view.rows
+        for pos in view.flagged('pci_stats').tolist():
+            mask[pos] = self.host_passes(states[rows[pos]], spec_obj)
+        return mask
