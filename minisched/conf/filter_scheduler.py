@@ -34,9 +34,24 @@ Computes send their instance lists to the schedulers
 of reading instances from the database per request. Read by both the
 scheduler and the compute."""),
     cfg.MultiStrOpt('available_filters', default=[ALL_FILTERS], help="""
-Filters the scheduler may use: entry point names in
-``minisched.scheduler.filters``, or
-``minisched.scheduler.filters.all_filters`` for every installed filter."""),
+Filters the scheduler may use: entry point names, dotted paths to filter
+classes or to functions returning them, or Nova's names of its filters.
+
+Each value is one of:
+
+* an entry point name in ``minisched.scheduler.filters`` (``RamFilter``);
+* a dotted path to a filter class, e.g. one of your own package subclassing
+  ``minisched.scheduler.filters.BaseHostFilter``;
+* a dotted path to a function returning filter classes, such as
+  ``minisched.scheduler.filters.all_filters`` (every installed filter);
+* Nova's names, so that a nova.conf works unchanged:
+  ``nova.scheduler.filters.all_filters`` (every installed filter) and
+  ``nova.scheduler.filters.<module>.<Class>`` (the filter installed as
+  ``<Class>``).
+
+An unknown name stops the scheduler at start-up.
+
+Related options: ``enabled_filters``"""),
     cfg.ListOpt('enabled_filters', default=DEFAULT_FILTERS,
                 deprecated_name='scheduler_default_filters', deprecated_group='DEFAULT', help="""
 Filters applied to each request, in this order. Each must be among
@@ -44,9 +59,23 @@ Filters applied to each request, in this order. Each must be among
 
 Related options: ``available_filters``, ``weight_classes``"""),
     cfg.ListOpt('weight_classes', default=[ALL_WEIGHERS], help="""
-Weighers that order the hosts that passed the filters: entry point names in
-``minisched.scheduler.weights``, or
-``minisched.scheduler.weights.all_weighers``."""),
+Weighers that order the hosts that passed the filters, in this order: entry
+point names, dotted paths to weigher classes or to functions returning them,
+or Nova's names of its weighers.
+
+Each value is one of:
+
+* an entry point name in ``minisched.scheduler.weights`` (``RAMWeigher``);
+* a dotted path to a weigher class, e.g. one of your own package subclassing
+  ``minisched.scheduler.weights.BaseHostWeigher``;
+* a dotted path to a function returning weigher classes, such as
+  ``minisched.scheduler.weights.all_weighers`` (every installed weigher);
+* Nova's names, so that a nova.conf works unchanged:
+  ``nova.scheduler.weights.all_weighers`` (every installed weigher) and
+  ``nova.scheduler.weights.<module>.<Class>`` (the weigher installed as
+  ``<Class>``).
+
+An unknown name stops the scheduler at start-up."""),
     cfg.BoolOpt('use_baremetal_filters', default=False, help="""
 With ``ironic_host_manager``: use ``baremetal_enabled_filters`` instead of
 ``enabled_filters``."""),

@@ -49,7 +49,10 @@ _CONSUMED = '_host_consumptions'
 
 _NONE_INT = -1
 
-Metric = collections.namedtuple('Metric', 'name value timestamp source')
+#: One reported metric (Nova's MonitorMetric): ``value`` is None for a metric reported
+#: without one, such as ``numa.membw.current`` with only ``numa_membw_values``.
+Metric = collections.namedtuple('Metric', 'name value timestamp source numa_membw_values',
+                                defaults=(None,))
 
 
 class HostStateTable:
@@ -497,18 +500,35 @@ PERCENT_METRICS = frozenset(['cpu.user.percent', 'cpu.kernel.percent', 'cpu.idle
 
 
 def _metric(item):
-    """One reported metric as Nova's ``MonitorMetricList.from_json`` reads it: a known type,
-    an integer value (a percentage times 100 first, then truncated)."""
-    name, value = item['name'], item['value']
+    """One reported metric as Nova's ``MonitorMetricList.from_json`` reads it: a known type;
+    an integer value when one is reported (a percentage times 100 first, then truncated);
+    per-NUMA-node values (``numa_membw_values``: node id string -> integer) when reported.
+    Either may be missing: a ``numa.membw.*`` metric comes with the node values only."""
+    name = item['name']
     if name not in METRIC_NAMES:
         raise ValueError('unknown metric type %r' % name)
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError('metric %s value %r is not a number' % (name, value))
-    if name in PERCENT_METRICS:
-        if isinstance(value, str):
+    value = item['value'] if 'value' in item else None
+    if 'value' in item:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise TypeError('metric %s value %r is not a number' % (name, value))
-        value *= 100
-    return Metric(name, int(value), item.get('timestamp'), item.get('source'))
+        if name in PERCENT_METRICS:
+            if isinstance(value, str):
+                raise TypeError('metric %s value %r is not a number' % (name, value))
+            value *= 100
+        value = int(value)
+    return Metric(name, value, item.get('timestamp'), item.get('source'),
+                  _numa_membw_values(name, item.get('numa_membw_values')))
+
+
+def _numa_membw_values(name, values):
+    """Nova's ``DictOfIntegersField``: None, or string keys (as JSON gives) to integers."""
+    if values is None:
+        return None
+    if not isinstance(values, dict) or not all(isinstance(key, str) for key in values):
+        raise TypeError('metric %s numa_membw_values %r is not a dict by node' % (name, values))
+    if any(isinstance(v, bool) or not isinstance(v, (int, float, str)) for v in values.values()):
+        raise TypeError('metric %s numa_membw_values %r are not numbers' % (name, values))
+    return {key: int(value) for key, value in values.items()}
 
 
 def _metrics_from_json(raw):

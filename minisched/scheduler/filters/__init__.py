@@ -24,9 +24,15 @@ class BaseHostFilter(abc.ABC):
     RUN_ON_REBUILD = False
     #: True for filters that write ``host_state.limits`` when a host passes.
     SETS_LIMITS = False
+    #: For a filter Nova deprecated then removed: the warning the last Nova release that
+    #: had it logged each time it made the filter (start-up, for enabled filters).
+    DEPRECATION = None
 
     def __init__(self, conf):
         self.conf = conf
+        if self.DEPRECATION:
+            # Not type(self): this package's ``type`` is its submodule of that name.
+            logging.getLogger(self.__class__.__module__).warning(self.DEPRECATION)
 
     @property
     def name(self):
@@ -111,10 +117,12 @@ def is_rebuild(spec_obj):
 class FilterResult:
     """Survivors of a filter run and, per filter, how many hosts it rejected."""
 
-    def __init__(self, survivors, counts):
+    def __init__(self, survivors, counts, stopped=False):
         self.survivors = survivors
         #: ``[(filter name, hosts in, hosts out)]`` for every filter that ran.
         self.counts = counts
+        #: True when a filter answered None, Nova's "stop filtering" (no host survives).
+        self.stopped = stopped
 
     def explain(self):
         """Counts-only summary for NoValidHost, e.g. ``RamFilter rejected 2 of 3``."""
@@ -127,35 +135,51 @@ class HostFilterHandler:
     """Runs filters in configured order over host states (per host) or table rows (vectorised)."""
 
     def get_filtered_objects(self, filters, objs, spec_obj, index=0):
-        """Nova's contract: the list of host states passing every filter (maybe empty)."""
-        return self.run(filters, list(objs), spec_obj, index).survivors
+        """Nova's contract: the list of host states passing every filter (maybe empty), or
+        None when a filter's ``filter_all`` answered None (stop filtering)."""
+        result = self.run(filters, list(objs), spec_obj, index)
+        return None if result.stopped else result.survivors
 
     def run(self, filters, host_states, spec_obj, index=0):
+        LOG.debug('Starting with %d host(s)', len(host_states))
         counts = []
+        # What each filter let through, for the DEBUG report when no host is left.
+        kept = [] if LOG.isEnabledFor(logging.DEBUG) else None
         for flt in filters:
             if not flt.run_filter_for_index(index):
                 continue
+            name = _name(flt)
             start = len(host_states)
-            host_states = list(flt.filter_all(host_states, spec_obj))
-            counts.append((flt.name, start, len(host_states)))
-            LOG.debug('Filter %s returned %d host(s)', flt.name, len(host_states))
+            passed = flt.filter_all(host_states, spec_obj)
+            if passed is None:
+                LOG.debug('Filter %s says to stop filtering', name)
+                return FilterResult([], counts, stopped=True)
+            host_states = list(passed)
+            counts.append((name, start, len(host_states)))
+            if kept is not None:
+                kept.append(host_states)
             if not host_states:
-                LOG.info('Filter %s returned 0 hosts', flt.name)
+                LOG.info('Filter %s returned 0 hosts', name)
                 break
+            LOG.debug('Filter %(cls_name)s returned %(obj_len)d host(s)',
+                      {'cls_name': name, 'obj_len': len(host_states)})
         result = FilterResult(host_states, counts)
         if not host_states:
-            _log_rejection(spec_obj, counts)
+            _log_rejection(spec_obj, counts, kept)
         return result
 
     def run_rows(self, filters, table, rows, spec_obj, index=0):
         """Like :meth:`run` over table rows; returns survivors as a row array."""
         counts = []
+        kept = [] if LOG.isEnabledFor(logging.DEBUG) else None
         for flt in filters:
             if not flt.run_filter_for_index(index):
                 continue
             start = len(rows)
             if flt.is_noop(spec_obj) or (not flt.RUN_ON_REBUILD and is_rebuild(spec_obj)):
                 counts.append((flt.name, start, start))
+                if kept is not None:
+                    kept.append(rows)
                 continue
             view = RowView(table, rows)
             mask = flt.filter_rows(view, spec_obj)
@@ -168,20 +192,43 @@ class HostFilterHandler:
                 mask = np.asarray(mask, dtype=bool)
             rows = rows[mask]
             counts.append((flt.name, start, len(rows)))
+            if kept is not None:
+                kept.append(rows)
             if not len(rows):
                 LOG.info('Filter %s returned 0 hosts', flt.name)
                 break
         result = FilterResult(rows, counts)
         if not len(rows):
-            _log_rejection(spec_obj, counts)
+            if kept is not None:  # the host states behind the rows, for the DEBUG report
+                kept = [[table.states[row] for row in survivors.tolist()] for survivors in kept]
+            _log_rejection(spec_obj, counts, kept)
         return result
 
 
-def _log_rejection(spec_obj, counts):
+def _name(flt):
+    # The class name, as Nova logs it (``__class__``, which a mock with a spec also answers).
+    return flt.__class__.__name__
+
+
+#: Nova's report when no host is left (the same text at INFO with counts, at DEBUG with the
+#: hosts each filter let through), formatted before logging as Nova does.
+_REJECTED = ("Filtering removed all hosts for the request with instance ID '%s'. "
+             "Filter results: %s")
+
+
+def _log_rejection(spec_obj, counts, kept=None):
+    """Log Nova's two reports of a request no host passed.
+
+    :param counts: ``[(filter name, hosts in, hosts out)]``
+    :param kept: the host states each of those filters let through, or None (no DEBUG)
+    """
     uuid = spec_obj.instance_uuid if spec_obj.obj_attr_is_set('instance_uuid') else None
-    LOG.info('Filtering removed all hosts for the request with instance ID %s. '
-             'Filter results: %s', uuid,
-             ', '.join('%s: (start: %d, end: %d)' % c for c in counts))
+    if kept is not None:
+        full = [(name, [(getattr(obj, 'host', obj), getattr(obj, 'nodename', ''))
+                        for obj in survivors] or None)
+                for (name, _start, _end), survivors in zip(counts, kept)]
+        LOG.debug(_REJECTED % (uuid, full))
+    LOG.info(_REJECTED % (uuid, ['%s: (start: %d, end: %d)' % c for c in counts]))
 
 
 def all_filters():

@@ -16,7 +16,7 @@ _SCOPE = 'aggregate_instance_extra_specs'
 
 def _requirements(flavor):
     """(metadata key, requirement) for the extra specs this filter owns."""
-    for key, req in (flavor.extra_specs or {}).items():
+    for key, req in utils.flavor_extra_specs(flavor).items():
         scope = key.split(':', 1)
         if len(scope) == 1:
             yield key, req

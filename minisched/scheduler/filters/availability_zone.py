@@ -20,6 +20,9 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
     # Availability zones do not change within a request.
     run_filter_once_per_request = True
     RUN_ON_REBUILD = False
+    # No DEPRECATION: Nova 24.0.0 (Xena) to 27.x warned only while
+    # [scheduler] query_placement_for_availability_zone had Placement enforce zones too.
+    # Without Placement this filter is the only enforcement, so that warning never applies.
 
     def _host_zones(self, host_state):
         metadata = utils.aggregate_metadata_get_by_host(host_state, key=_KEY)

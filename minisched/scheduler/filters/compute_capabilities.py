@@ -13,6 +13,7 @@ from oslo_serialization import jsonutils
 
 from minisched.scheduler import filters
 from minisched.scheduler.filters import extra_specs_ops
+from minisched.scheduler.filters import utils
 
 LOG = logging.getLogger(__name__)
 _SCOPE = 'capabilities'
@@ -84,11 +85,11 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec_obj):
-        requirements = list(_requirements(spec_obj.flavor.extra_specs))
+        requirements = list(_requirements(utils.flavor_extra_specs(spec_obj.flavor)))
         return _satisfies(host_state, requirements, jsonutils.loads)
 
     def filter_rows(self, view, spec_obj):
-        requirements = list(_requirements(spec_obj.flavor.extra_specs))
+        requirements = list(_requirements(utils.flavor_extra_specs(spec_obj.flavor)))
         if not requirements:
             return np.ones(len(view), dtype=bool)
         decoded = {}
@@ -103,4 +104,4 @@ class ComputeCapabilitiesFilter(filters.BaseHostFilter):
                         dtype=bool)
 
     def is_noop(self, spec_obj):
-        return not any(True for _ in _requirements(spec_obj.flavor.extra_specs))
+        return not any(True for _ in _requirements(utils.flavor_extra_specs(spec_obj.flavor)))

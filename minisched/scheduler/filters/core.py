@@ -41,11 +41,24 @@ def _rows_pass(view, spec_obj, ratios):
 class CoreFilter(utils.OvercommitFilter):
     """vCPU check with the node's ``cpu_allocation_ratio``."""
 
+    # Deprecated in Nova 19.0.0 (Stein); 19.3.2, its last release with it, logs this.
+    DEPRECATION = ('The CoreFilter is deprecated since the 19.0.0 Stein release. VCPU filtering '
+                   'is performed natively using the Placement service when using the '
+                   'filter_scheduler driver. Furthermore, enabling CoreFilter may incorrectly '
+                   'filter out baremetal nodes which must be scheduled using custom resource '
+                   'classes.')
+
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
 
 
 class AggregateCoreFilter(utils.OvercommitFilter):
     """vCPU check with the smallest aggregate ``cpu_allocation_ratio``, else the node's."""
+
+    # Deprecated in Nova 20.0.0 (Train); 21.2.4 (Ussuri), its last release with it, logs this.
+    DEPRECATION = ('The AggregateCoreFilter is deprecated since the 20.0.0 Train release. VCPU '
+                   'filtering is performed natively using the Placement service when using the '
+                   'filter_scheduler driver. Operators should define cpu allocation ratios either'
+                   ' per host in the nova.conf or via the placement API.')
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
     AGGREGATE = True

@@ -9,6 +9,10 @@ LOG = logging.getLogger(__name__)
 class ExactCoreFilter(filters.BaseHostFilter):
     """Passes hosts with ``vcpus_total - vcpus_used == vcpus``; limits vCPUs to the total."""
 
+    # Deprecated in Nova 16.0.0 (Pike); 17.0.13 (Queens), its last release with it, logs this.
+    DEPRECATION = ('ExactCoreFilter is deprecated in Pike and will be removed in a subsequent '
+                   'release.')
+
     RUN_ON_REBUILD = False
     SETS_LIMITS = True
 

@@ -13,6 +13,10 @@ def _requested_mb(spec_obj):
 class ExactDiskFilter(filters.BaseHostFilter):
     """Passes hosts with ``free_disk_mb`` equal to the request; limits disk to the total."""
 
+    # Deprecated in Nova 16.0.0 (Pike); 17.0.13 (Queens), its last release with it, logs this.
+    DEPRECATION = ('ExactDiskFilter is deprecated in Pike and will be removed in a subsequent '
+                   'release.')
+
     RUN_ON_REBUILD = False
     SETS_LIMITS = True
 

@@ -9,6 +9,10 @@ LOG = logging.getLogger(__name__)
 class ExactRamFilter(filters.BaseHostFilter):
     """Passes hosts with ``free_ram_mb == memory_mb``; limits memory to the physical total."""
 
+    # Deprecated in Nova 16.0.0 (Pike); 17.0.13 (Queens), its last release with it, logs this.
+    DEPRECATION = ('ExactRamFilter is deprecated in Pike and will be removed in a subsequent '
+                   'release.')
+
     RUN_ON_REBUILD = False
     SETS_LIMITS = True
 

@@ -17,6 +17,11 @@ class RetryFilter(filters.BaseHostFilter):
 
     # Where a rebuild lands is not a question of earlier attempts.
     RUN_ON_REBUILD = False
+    # Deprecated in Nova 20.0.0 (Train); 21.2.4 (Ussuri), its last release with it, logs this.
+    DEPRECATION = ('The RetryFilter is deprecated since the 20.0.0 Train release. Since the '
+                   '17.0.0 (Queens) release, the scheduler has provided alternate hosts for '
+                   'rescheduling so the scheduler does not need to be called during a reschedule '
+                   'which makes the RetryFilter useless.')
 
     def host_passes(self, host_state, spec_obj):
         if not spec_obj.retry:

@@ -12,6 +12,13 @@ class TypeAffinityFilter(filters.BaseHostFilter):
     """Passes hosts whose instances all have the requested flavor (empty hosts pass)."""
 
     RUN_ON_REBUILD = False
+    # Deprecated in Nova 16.0.0 (Pike); 16.1.8, its last release with it, logs this.
+    DEPRECATION = ('TypeAffinityFilter is deprecated for removal in the 17.0.0 Queens release. '
+                   'There is no replacement planned for this filter. It is fundamentally flawed '
+                   'in that it relies on the flavors.id primary key and if a flavor "changed" '
+                   '(deleted and re-created with new values) it will result in this filter '
+                   'thinking it is a different flavor, thus breaking the usefulness of this '
+                   'filter.')
 
     def host_passes(self, host_state, spec_obj):
         flavor_id = spec_obj.flavor.id

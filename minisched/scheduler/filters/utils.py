@@ -48,6 +48,14 @@ def validate_num_values(vals, default=None, cast_to=int, based_on=min):
     return based_on([cast_to(val) for val in vals])
 
 
+def flavor_extra_specs(flavor):
+    """The flavor's extra specs, ``{}`` when the field is not set (Nova's
+    ``'extra_specs' in flavor`` guard: reading an unset field would try to lazy-load it)."""
+    if 'extra_specs' not in flavor:
+        return {}
+    return flavor.extra_specs or {}
+
+
 def instance_uuids_overlap(host_state, uuids):
     """True if any of ``uuids`` (one uuid or a list) is an instance on the host."""
     if isinstance(uuids, str):

@@ -31,8 +31,13 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
 
     def __init__(self, conf):
         super().__init__(conf)
+        self._parse_setting()
+
+    def _parse_setting(self):
+        """(Re)read ``[filter_scheduler] image_props_weight_setting`` into ``self.setting``
+        (Nova's method: the option is read once, when the weigher is made)."""
         self.setting = dict(scheduler_utils.parse_options(
-            conf.filter_scheduler.image_props_weight_setting, converter=float,
+            self.conf.filter_scheduler.image_props_weight_setting, converter=float,
             name='filter_scheduler.image_props_weight_setting'))
 
     def _weigh_object(self, host_state, weight_properties):

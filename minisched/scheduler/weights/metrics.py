@@ -15,8 +15,13 @@ class MetricsWeigher(weights.BaseHostWeigher):
 
     def __init__(self, conf):
         super().__init__(conf)
+        self._parse_setting()
+
+    def _parse_setting(self):
+        """(Re)read ``[metrics] weight_setting`` into ``self.setting`` (Nova's method: the
+        option is read once, when the weigher is made)."""
         self.setting = scheduler_utils.parse_options(
-            conf.metrics.weight_setting, converter=float, name='metrics.weight_setting')
+            self.conf.metrics.weight_setting, converter=float, name='metrics.weight_setting')
 
     def _config(self):
         return self.conf.metrics.weight_multiplier

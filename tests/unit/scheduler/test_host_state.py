@@ -75,8 +75,9 @@ class TestUpdateFromComputeNode(base.TestCase):
 
     def test_malformed_metrics_are_dropped_with_a_warning(self):
         raw = ('[{"name": "mem.free", "value": 5}, {"name": "cpu.percent", "value": "0.5"},'
-               ' {"name": "cpu.frequency"}, {"name": "cpu.frequency", "value": true},'
+               ' {"name": "cpu.frequency", "value": true},'
                ' "cpu.frequency", {"name": "cpu.user.time", "value": "x"},'
+               ' {"name": "numa.membw.current", "numa_membw_values": [1]},'
                ' {"name": "cpu.idle.time", "value": 7}]')
         with self.assertLogs(host_state.LOG, 'WARNING') as logs:
             state = self._state(metrics=raw)
@@ -85,6 +86,19 @@ class TestUpdateFromComputeNode(base.TestCase):
         self.assertIn("unknown metric type 'mem.free'", logs.output[0])
         with self.assertLogs(host_state.LOG, 'WARNING'):
             self.assertEqual([], self._state(metrics='{not json').metrics)
+
+    def test_metric_without_value_is_kept(self):
+        # Nova's MonitorMetric leaves an unreported value unset: numa.membw.* metrics come
+        # with per-node values only (DictOfIntegersField: string keys, integer values).
+        raw = ('[{"name": "numa.membw.current", "numa_membw_values": {"0": 10, "1": 43.7},'
+               ' "source": "s", "timestamp": "t"}, {"name": "cpu.frequency"}]')
+        state = self._state(metrics=raw)
+        self.assertEqual([host_state.Metric('numa.membw.current', None, 't', 's',
+                                            {'0': 10, '1': 43}),
+                          host_state.Metric('cpu.frequency', None, None, None)],
+                         state.metrics)
+        self.assertIsNone(self._state(metrics='[{"name": "cpu.frequency", "value": 1}]')
+                          .metrics[0].numa_membw_values)
 
     def test_record_without_usage_is_ignored(self):
         state = self._state(free_disk_gb=None)

@@ -1,4 +1,5 @@
 """AggregateInstanceExtraSpecsFilter: scopes, missing keys, comma values, several aggregates."""
+from minisched import objects
 from minisched.scheduler.filters import aggregate_instance_extra_specs as aggregate_specs
 from tests.unit import base, fakes
 
@@ -46,6 +47,16 @@ class TestAggregateInstanceExtraSpecsFilter(base.TestCase):
         host = fakes.fake_host_state(aggregates=[fakes.fake_aggregate({'ssd': 'true'})])
         self.assertRaises(ValueError, flt.host_passes, host,
                           fakes.fake_spec(extra_specs={'ssd': '>= 1'}))
+
+    def test_flavor_without_extra_specs_passes_without_loading_them(self):
+        # Nova's "'extra_specs' not in flavor" guard: an unset field is not lazy-loaded.
+        flt = aggregate_specs.AggregateInstanceExtraSpecsFilter(self.conf)
+        spec = fakes.fake_spec()
+        spec.flavor = objects.Flavor(id=1, memory_mb=512, vcpus=1)
+        host = fakes.fake_host_state(aggregates=[fakes.fake_aggregate({'ssd': 'true'})])
+        self.assertTrue(flt.host_passes(host, spec))
+        self.assertTrue(flt.is_noop(spec))
+        self.assertNotIn('extra_specs', spec.flavor)
 
     def test_noop(self):
         flt = aggregate_specs.AggregateInstanceExtraSpecsFilter(self.conf)

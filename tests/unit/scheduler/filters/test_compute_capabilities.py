@@ -1,6 +1,9 @@
 """ComputeCapabilitiesFilter: scopes, attribute/stats/JSON walks, missing values, operators."""
 from oslo_serialization import jsonutils
 
+from minisched import objects
+from minisched.scheduler import filters
+from minisched.scheduler import host_state as host_state_mod
 from minisched.scheduler.filters import compute_capabilities
 from tests.unit import base, fakes
 
@@ -63,6 +66,19 @@ class TestComputeCapabilitiesFilter(base.TestCase):
         flt = compute_capabilities.ComputeCapabilitiesFilter(self.conf)
         spec = fakes.fake_spec(extra_specs={'hypervisor_type': '>= 1'})
         self.assertRaises(ValueError, flt.host_passes, _host(), spec)
+
+    def test_flavor_without_extra_specs_passes_without_loading_them(self):
+        # Nova's "'extra_specs' in flavor" guard: an unset field is not lazy-loaded.
+        flt = compute_capabilities.ComputeCapabilitiesFilter(self.conf)
+        spec = fakes.fake_spec()
+        spec.flavor = objects.Flavor(id=1, memory_mb=512, vcpus=1)
+        table = host_state_mod.HostStateTable(capacity=1)
+        host = _host(table=table)
+        self.assertTrue(flt.host_passes(host, spec))
+        self.assertTrue(flt.is_noop(spec))
+        self.assertEqual([True], list(flt.filter_rows(filters.RowView(table, table.rows()),
+                                                      spec)))
+        self.assertNotIn('extra_specs', spec.flavor)
 
     def test_noop_only_when_no_spec_concerns_it(self):
         flt = compute_capabilities.ComputeCapabilitiesFilter(self.conf)

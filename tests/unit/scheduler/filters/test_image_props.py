@@ -90,6 +90,58 @@ class TestImagePropertiesFilter(base.TestCase):
         self.assertTrue(flt.RUN_ON_REBUILD)
 
 
+class TestMaxPhysAddrBits(base.TestCase):
+    """HEAD: the host's cpu_info maxphysaddr bits must reach the image's hw_maxphysaddr_bits."""
+
+    PROPS = {'hw_architecture': 'x86_64', 'hw_maxphysaddr_bits': 42}
+
+    def _passes(self, cpu_info, props=None):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        spec = fakes.fake_spec(image_props=props or self.PROPS)
+        return flt.host_passes(_host(cpu_info=cpu_info), spec)
+
+    def test_host_with_fewer_bits_fails(self):
+        self.assertFalse(self._passes({'maxphysaddr': {'mode': 'emulate', 'bits': 20}}))
+
+    def test_host_with_as_many_bits_or_more_passes(self):
+        self.assertTrue(self._passes({'maxphysaddr': {'mode': 'emulate', 'bits': 42}}))
+        self.assertTrue(self._passes({'maxphysaddr': {'mode': 'passthrough', 'bits': 46}}))
+
+    def test_cpu_info_as_reported_json_string_is_read(self):
+        # A compute node reports cpu_info as JSON text: decoded here (Nova reads a dict).
+        self.assertFalse(self._passes('{"maxphysaddr": {"bits": 39}}'))
+        self.assertTrue(self._passes('{"maxphysaddr": {"bits": 46}}'))
+
+    def test_unknown_bits_pass(self):
+        for cpu_info in (None, '', 'not json', '{}', {}, {'maxphysaddr': {}},
+                         {'maxphysaddr': {'mode': 'emulate'}}, {'maxphysaddr': None}):
+            with self.subTest(cpu_info=cpu_info):
+                self.assertTrue(self._passes(cpu_info))
+
+    def test_only_checked_with_the_other_properties(self):
+        # As in Nova: an image with no architecture, hypervisor type or VM mode passes first.
+        self.assertTrue(self._passes({'maxphysaddr': {'bits': 20}},
+                                     props={'hw_maxphysaddr_bits': 42}))
+        # ...and a host whose supported instances do not fit fails whatever its bits.
+        self.assertFalse(self._passes({'maxphysaddr': {'bits': 46}},
+                                      props={'hw_architecture': 'aarch64',
+                                             'hw_maxphysaddr_bits': 42}))
+
+    def test_rows_agree_with_hosts(self):
+        flt = image_props.ImagePropertiesFilter(self.conf)
+        table = host_state_mod.HostStateTable(capacity=1)
+        hosts = [_host(host='h%d' % i, table=table, cpu_info=cpu_info)
+                 for i, cpu_info in enumerate(['{"maxphysaddr": {"bits": 20}}', None,
+                                               {'maxphysaddr': {'bits': 48}}])]
+        spec = fakes.fake_spec(image_props=self.PROPS)
+        view = filters.RowView(table, table.rows())
+        mask = flt.filter_rows(view, spec)
+        if mask is None:  # per host, as the handler then asks
+            mask = [flt.host_passes(state, spec) for state in view.states()]
+        np.testing.assert_array_equal([False, True, True], mask)
+        self.assertEqual([False, True, True], [flt.host_passes(h, spec) for h in hosts])
+
+
 class TestImagePropertiesRows(base.TestCase):
     def test_rows_follow_replaced_supported_instances(self):
         flt = image_props.ImagePropertiesFilter(self.conf)

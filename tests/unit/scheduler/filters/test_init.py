@@ -139,3 +139,80 @@ class TestHandler(base.TestCase):
         self.assertEqual(2, len(view))
         self.assertEqual(['arm', 'small'], [s.host for s in view.states()])
         self.assertEqual([8192, 512], list(view.column('free_ram_mb')))
+
+    def test_rejection_reported_as_nova_words_it(self):
+        # The INFO report carries the counts, the DEBUG one the hosts each filter let
+        # through, both in Nova's words (the uuid quoted, the lists as Python prints them).
+        spec = fakes.fake_spec(memory_mb=10 ** 6)
+        for run in (lambda: self.handler.run(self.filters, self.hosts, spec),
+                    lambda: self.handler.run_rows(self.filters, self.table, self.table.rows(),
+                                                  spec)):
+            with self.assertLogs(filters.LOG, 'DEBUG') as logs:
+                run()
+            reports = [r.getMessage() for r in logs.records
+                       if r.getMessage().startswith('Filtering removed all hosts')]
+            prefix = ("Filtering removed all hosts for the request with instance ID '%s'. "
+                      "Filter results: " % base.uuids.instance)
+            self.assertEqual(
+                [prefix + "[('ComputeFilter', [('small', 'small'), ('big', 'big'), "
+                 "('arm', 'arm')]), ('RamFilter', None)]",
+                 prefix + "['ComputeFilter: (start: 4, end: 3)', "
+                 "'RamFilter: (start: 3, end: 0)']"], reports)
+            self.assertEqual(['DEBUG', 'INFO'], [r.levelname for r in logs.records
+                                                 if r.getMessage().startswith('Filtering')])
+
+    def test_filter_answering_none_stops_filtering(self):
+        # Nova's contract: filter_all() returning None means "stop": no host, no report.
+        class Stop(filters.BaseHostFilter):
+            def host_passes(self, host_state, spec_obj):
+                return True
+
+            def filter_all(self, host_states, spec_obj):
+                return None
+
+        stop = Stop(self.conf)
+        spec = fakes.fake_spec()
+        self.assertIsNone(self.handler.get_filtered_objects([self.compute, stop, self.ram],
+                                                            self.hosts, spec))
+        result = self.handler.run([self.compute, stop, self.ram], self.hosts, spec)
+        self.assertTrue(result.stopped)
+        self.assertEqual([], result.survivors)
+        self.assertEqual([('ComputeFilter', 4, 3)], result.counts)
+        self.assertEqual(['small', 'big', 'arm'],
+                         self._names(self.handler.get_filtered_objects(
+                             [self.compute], self.hosts, spec)))
+
+
+#: Filter -> the warning the last Nova release that had it logged on creation (its start).
+DEPRECATED = {
+    'RamFilter': 'The RamFilter is deprecated since the 19.0.0 Stein release.',
+    'CoreFilter': 'The CoreFilter is deprecated since the 19.0.0 Stein release.',
+    'DiskFilter': 'The DiskFilter is deprecated since the 19.0.0 Stein release.',
+    'AggregateRamFilter': 'The AggregateRamFilter is deprecated since the 20.0.0 Train',
+    'AggregateCoreFilter': 'The AggregateCoreFilter is deprecated since the 20.0.0 Train',
+    'AggregateDiskFilter': 'The AggregateDiskFilter is deprecated since the 20.0.0 Train',
+    'RetryFilter': 'The RetryFilter is deprecated since the 20.0.0 Train release.',
+    'TypeAffinityFilter': 'TypeAffinityFilter is deprecated for removal in the 17.0.0 Queens',
+    'ExactRamFilter': 'ExactRamFilter is deprecated in Pike and will be removed',
+    'ExactCoreFilter': 'ExactCoreFilter is deprecated in Pike and will be removed',
+    'ExactDiskFilter': 'ExactDiskFilter is deprecated in Pike and will be removed',
+}
+
+
+class TestDeprecations(base.TestCase):
+    def test_removed_filters_warn_on_creation_as_novas_last_release_did(self):
+        installed = plugins.installed(plugins.FILTERS)
+        for name, start in DEPRECATED.items():
+            with self.subTest(name=name):
+                cls = installed[name]
+                with self.assertLogs(cls.__module__, 'WARNING') as logs:
+                    cls(self.conf)
+                self.assertEqual(1, len(logs.records))
+                self.assertTrue(logs.records[0].getMessage().startswith(start),
+                                logs.records[0].getMessage())
+
+    def test_other_filters_do_not(self):
+        installed = plugins.installed(plugins.FILTERS)
+        for name in sorted(set(installed) - set(DEPRECATED)):
+            with self.subTest(name=name):
+                self.assertIsNone(installed[name].DEPRECATION)

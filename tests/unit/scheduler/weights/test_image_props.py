@@ -92,6 +92,14 @@ class TestImagePropertiesWeigher(sqlite_databases.SqliteDatabases, helpers.Weigh
         self.assertEqual([('host3', 1.0), ('host1', 0.5), ('host2', 0.0)],
                          self.weigh(WEIGHER, hosts, fakes.fake_spec(image_props=requested)))
 
+    def test_parse_setting_rereads_the_option(self):
+        self.flags(group=FS, image_props_weight_setting=['os_distro=1'])
+        weigher = image_props.ImagePropertiesWeigher(self.conf)
+        self.flags(group=FS, image_props_weight_setting=['os_distro=1', 'hw_machine_type=0'])
+        self.assertEqual({'os_distro': 1.0}, weigher.setting)
+        weigher._parse_setting()
+        self.assertEqual({'os_distro': 1.0, 'hw_machine_type': 0.0}, weigher.setting)
+
     def test_instance_missing_from_the_database_counts_nothing(self):
         missing = {uuid: instance_obj.Instance(uuid=uuid) for uuid in (uuids.gone1, uuids.gone2)}
         hosts = self.hosts({'instances': dict(self._instances(UBUNTU_Q35), **missing)},

@@ -57,3 +57,13 @@ class TestMetricsWeigher(helpers.WeigherTestCase):
             weigher = metrics.MetricsWeigher(self.conf)
         self.assertEqual([('a', 1.5), ('b', -2.0), (' f ', 3.0)], weigher.setting)
         self.assertIn('metrics.weight_setting: c=, =1, d, e=1=2', logs.output[0])
+
+    def test_parse_setting_rereads_the_option(self):
+        # Nova's _parse_setting(): the setting is read when the weigher is made, and again
+        # only when asked.
+        self.flags(group=M, weight_setting=['foo=1'])
+        weigher = metrics.MetricsWeigher(self.conf)
+        self.flags(group=M, weight_setting=['bar=2', 'baz=-1'])
+        self.assertEqual([('foo', 1.0)], weigher.setting)
+        weigher._parse_setting()
+        self.assertEqual([('bar', 2.0), ('baz', -1.0)], weigher.setting)
