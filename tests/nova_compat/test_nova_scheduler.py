@@ -1,0 +1,127 @@
+"""Nova 34.0.0's own scheduler unit tests, run against minisched: one pytest test per Nova test.
+
+The modules of :data:`tests.nova_compat.server.MODULES` (every filter and weigher test module,
+the filter and weigher handler tests, and ``HostStateTestCase``) run in a process of their own
+where Nova's filter, weigher and HostState modules are minisched's classes (see
+:mod:`tests.nova_compat.redirect`). A test here passes when Nova's passes and fails with Nova's
+failure text otherwise, except the tests of :data:`EXCLUDED`, which are expected to fail
+(strictly: one that starts passing fails here until it is taken off the list).
+
+Needs the ``nova-tests`` extra (``pip install -e '.[test,nova-tests]'``, ``tox -e nova``).
+Without it the module is skipped, loudly; with ``CI=true`` that is a failure.
+"""
+import os
+import warnings
+
+import pytest
+
+from tests.nova_compat import client
+
+_PREFIX = 'nova.tests.unit.scheduler.'
+_PLACEMENT = 'needs Placement allocation candidates: '
+_CELL_DB = ("reads the instances' image properties through Nova's cell database layer, which "
+            'the test mocks (nova.objects.InstanceList.fill_metadata, ImageMeta.from_instance); '
+            'minisched reads its own cell databases through minisched.objects')
+
+#: Nova tests that cannot pass against minisched, and why.
+EXCLUDED = {
+    # -- minisched has no Placement (nova-reference.md section 0) --
+    _PREFIX + 'filters.test_numa_topology_filters.TestNUMATopologyFilter.'
+    'test_filters_candidates':
+        _PLACEMENT + 'the filter must drop the host_state.allocation_candidates whose '
+        'provider mappings do not fit and fit the topology once per candidate',
+    _PREFIX + 'filters.test_numa_topology_filters.TestNUMATopologyFilter.'
+    'test_filter_fails_if_no_matching_candidate_left':
+        _PLACEMENT + 'the host must fail once no host_state.allocation_candidates entry '
+        'fits',
+    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
+    'test_pci_passthrough_pass':
+        _PLACEMENT + 'asserts PciDeviceStats.support_requests gets provider_mapping from '
+        'the host_state.allocation_candidates entry ({}); minisched passes None',
+    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
+    'test_pci_passthrough_fail':
+        _PLACEMENT + 'asserts PciDeviceStats.support_requests gets provider_mapping from '
+        'the host_state.allocation_candidates entry ({}); minisched passes None',
+    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
+    'test_filters_candidates':
+        _PLACEMENT + 'the filter must drop the host_state.allocation_candidates whose '
+        'provider mappings lack the devices',
+    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
+    'test_filter_fails_if_no_matching_candidate_left':
+        _PLACEMENT + 'the host must fail once no host_state.allocation_candidates entry '
+        'has the devices',
+    # -- Nova's cell database layer, mocked by the test --
+    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
+    'test_multiplier_linux':
+        _CELL_DB,
+    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
+    'test_multiplier_pc':
+        _CELL_DB,
+    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
+    'test_multiplier_per_property':
+        _CELL_DB,
+    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
+    'test_multiplier_windows_and_pc':
+        _CELL_DB,
+    _PREFIX + 'weights.test_weights_image_props.TestTargetCellCalled.'
+    'test_target_cell_called':
+        "asserts the calls the weigher makes to Nova's cell database layer "
+        '(nova.context.get_admin_context, set_target_cell, CellMapping.get_by_uuid, '
+        'InstanceList.fill_metadata); minisched calls minisched.context and minisched.objects',
+    # -- Nova's HostState internals --
+    _PREFIX + 'test_host_manager.HostStateTestCase.'
+    'test_stat_consumption_from_compute_node':
+        "asserts update() locks through nova.utils.synchronized('fakehost-fakenode'); "
+        "minisched's HostState holds a threading.Lock of its own",
+    _PREFIX + 'test_host_manager.HostStateTestCase.'
+    'test_stat_consumption_from_instance':
+        'asserts consume_from_request() calls nova.virt.hardware.numa_fit_instance_to_host '
+        'and numa_usage_from_instance_numa, nova.objects.Instance and nova.utils.synchronized '
+        "(all mocked); minisched's HostState uses minisched.virt.hardware and its own lock",
+    _PREFIX + 'test_host_manager.HostStateTestCase.'
+    'test_resources_consumption_from_compute_node':
+        'asserts update() builds nova.objects.NUMATopology from a compute node whose '
+        'numa_topology is a Nova-namespaced primitive, and nova.objects.MonitorMetricList '
+        "metrics (to_list()); minisched's HostState builds minisched's NUMATopology and "
+        'a list of Metric tuples',
+}
+
+_MISSING = client.missing()
+_CI = os.environ.get('CI', '').lower() == 'true'
+
+if _MISSING and not _CI:
+    _REASON = 'Nova 34.0.0 unit tests NOT RUN: %s' % _MISSING
+    warnings.warn(_REASON)
+    pytest.skip(_REASON, allow_module_level=True)
+
+_SERVER = None if _MISSING else client.NovaTestServer()
+_IDS = _SERVER.ids if _SERVER else []
+
+
+def _param(test_id):
+    marks = ()
+    reason = EXCLUDED.get(test_id)
+    if reason:
+        marks = (pytest.mark.xfail(reason=reason, strict=True),)
+    return pytest.param(test_id, marks=marks, id=test_id[len(_PREFIX):])
+
+
+def test_nova_is_installed():
+    if _MISSING:
+        pytest.fail('CI=true and the Nova tests cannot run: %s' % _MISSING, pytrace=False)
+
+
+def test_lists_name_existing_tests():
+    """Every excluded id is a test the server knows (no stale entry)."""
+    if _MISSING:
+        pytest.skip('the Nova tests cannot run (see test_nova_is_installed)')
+    assert sorted(set(EXCLUDED) - set(_IDS)) == []
+
+
+@pytest.mark.parametrize('test_id', [_param(test_id) for test_id in _IDS])
+def test_nova(test_id):
+    outcome, text = _SERVER.run(test_id)
+    if outcome == 'skipped':
+        pytest.skip(text)
+    if outcome != 'passed':
+        pytest.fail('Nova test %s %s:\n%s' % (test_id, outcome, text), pytrace=False)
