@@ -1,10 +1,24 @@
-"""Request context: who is asking, carried across RPC as ``_context_*`` keys (oslo.context)."""
+"""Request context: who is asking, carried across RPC as ``_context_*`` keys (oslo.context),
+and what the database API lets each kind of context reach (Nova's authorization rules).
+
+An admin context reaches every row. A user context (not admin, with a user and a project)
+reaches its own project's instances and their records, and no admin-only writes. Any other
+context (not admin, without a user or a project: anonymous) reaches nothing that checks.
+``None`` is not a request: only an in-process caller passes it, never the message bus, whose
+contexts are always deserialized into a :class:`RequestContext`; it is not checked.
+"""
 import contextlib
 import copy
 import datetime
+import functools
 
 from oslo_context import context
 from oslo_utils import timeutils
+
+from minisched import exception
+
+#: Values of ``read_deleted``: hide soft-deleted rows, show them too, or show only them.
+READ_DELETED = ('no', 'yes', 'only')
 
 
 class RequestContext(context.RequestContext):
@@ -35,6 +49,17 @@ class RequestContext(context.RequestContext):
         self.db_connection = None
         self.transport_url = None
 
+    @property
+    def read_deleted(self):
+        return self._read_deleted
+
+    @read_deleted.setter
+    def read_deleted(self, value):
+        if value not in READ_DELETED:
+            raise ValueError("read_deleted can only be one of 'no', 'yes' or 'only', not %r"
+                             % (value,))
+        self._read_deleted = value
+
     def to_dict(self):
         values = super().to_dict()
         values.update({
@@ -61,6 +86,7 @@ class RequestContext(context.RequestContext):
         return cls(**kwargs)
 
     def elevated(self, read_deleted=None):
+        """A copy that is admin (with the ``admin`` role); this context is left unchanged."""
         ctx = copy.copy(self)
         ctx.roles = list(ctx.roles) + ([] if 'admin' in ctx.roles else ['admin'])
         ctx.is_admin = True
@@ -98,8 +124,73 @@ def get_admin_context(read_deleted='no'):
 
 
 def get_context():
-    """A non-admin context with no user, for service-internal calls."""
+    """A blank non-admin context with no user (Nova's): anonymous, so the database API refuses
+    it wherever it checks. A service acting for itself uses :func:`get_admin_context`."""
     return RequestContext(user_id=None, project_id=None, is_admin=False, overwrite=False)
+
+
+# -- authorization: Nova's rules, checked by the database API -----------------------------------
+
+def is_user_context(context):
+    """True for a user's request: not admin, and with both a user and a project."""
+    if not context or context.is_admin:
+        return False
+    return bool(context.user_id and context.project_id)
+
+
+def require_context(context):
+    """Raise Forbidden unless ``context`` is admin or a user's (an anonymous one is not)."""
+    if context is not None and not context.is_admin and not is_user_context(context):
+        raise exception.Forbidden()
+
+
+def require_admin_context(context):
+    """Raise AdminRequired unless ``context`` is admin."""
+    if context is not None and not context.is_admin:
+        raise exception.AdminRequired()
+
+
+def authorize_project_context(context, project_id):
+    """Raise Forbidden when a user's context acts for a project that is not its own."""
+    if is_user_context(context) and context.project_id != project_id:
+        raise exception.Forbidden()
+
+
+def authorize_user_context(context, user_id):
+    """Raise Forbidden when a user's context acts for a user that is not itself."""
+    if is_user_context(context) and context.user_id != user_id:
+        raise exception.Forbidden()
+
+
+def checked(check):
+    """Decorator: ``check(context)`` on the first argument before the function runs.
+
+    ``@checked(require_context)`` is Nova's ``@require_context`` of its database API.
+    """
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(context, *args, **kwargs):
+            check(context)
+            return func(context, *args, **kwargs)
+        return wrapper
+    return decorate
+
+
+def hide(error):
+    """Mark ``error``, a NotFound, as hiding a row of another project from a user's context.
+
+    The caller gets the NotFound alone, exactly as when there is no such row (Nova's
+    project-scoped reads answer so); the mark is an attribute, which RPC does not carry, so
+    that the conductor can log the refusal. Call it before the ``raise``, not inside it: the
+    traceback, which RPC does carry, must be the same either way.
+    """
+    error.hides_row = True
+    return error
+
+
+def is_refusal(error):
+    """Whether ``error`` refused its context: Forbidden, or a NotFound marked by :func:`hide`."""
+    return isinstance(error, exception.Forbidden) or getattr(error, 'hides_row', False)
 
 
 @contextlib.contextmanager

@@ -1,10 +1,17 @@
-"""Conductor RPC endpoint: runs remoted object methods against the database."""
+"""Conductor RPC endpoint: runs remoted object methods against the database.
+
+The methods run with the caller's context, so the database API's checks apply to whoever
+sent the message (see ``minisched.context``). A refusal goes back to the caller as an
+expected exception (Forbidden, or the NotFound of a row of another project) and is logged
+at WARNING with the object, the method and the context's project and user.
+"""
 import logging
 
 import oslo_messaging as messaging
 from oslo_versionedobjects import exception as ovo_exc
 
 from minisched.conductor import compute_task
+from minisched import context as ms_context
 from minisched import exception
 from minisched import manager
 from minisched.objects import base as objects_base
@@ -25,7 +32,8 @@ class ConductorManager(manager.Manager):
                                      args, kwargs):
         objclass = _resolve_class(objname, object_versions)
         _check_remotable(objclass, objname, objmethod)
-        result = _dispatch(objclass, objmethod, (context,) + tuple(args or ()), kwargs)
+        result = _dispatch(context, objclass, objmethod, (context,) + tuple(args or ()),
+                           kwargs)
         if isinstance(result, objects_base.MinischedObject):
             # Send back what the caller can read: backport to the version it asked for.
             requested = object_versions.get(result.obj_name(), result.VERSION)
@@ -40,7 +48,7 @@ class ConductorManager(manager.Manager):
                 reason='objinst must be a minisched object primitive'))
         _check_remotable(objinst, objinst.obj_name(), objmethod)
         oldobj = objinst.obj_clone()
-        result = _dispatch(objinst, objmethod, tuple(args or ()), kwargs)
+        result = _dispatch(context, objinst, objmethod, tuple(args or ()), kwargs)
         updates = {}
         for name, field in objinst.fields.items():
             if not objinst.obj_attr_is_set(name):
@@ -60,6 +68,17 @@ class ConductorManager(manager.Manager):
         target = object_versions.get(objinst.obj_name())
         return objinst.obj_to_primitive(target_version=target,
                                         version_manifest=object_versions)
+
+
+def _log_refusal(context, target, method, exc):
+    """Who was refused what: identities only, never the context's token."""
+    reason = exc.format_message()
+    if not isinstance(exc, exception.Forbidden):
+        reason += ' (it belongs to another project)'
+    LOG.warning('Refused %(object)s.%(method)s to project %(project)s, user %(user)s: '
+                '%(reason)s', {'object': target.obj_name(), 'method': method,
+                               'project': context.project_id, 'user': context.user_id,
+                               'reason': reason})
 
 
 def _raise_expected(exc):
@@ -98,16 +117,21 @@ def _check_remotable(target, objname, objmethod):
             reason='%s has no remotable method %r' % (objname, objmethod)))
 
 
-def _dispatch(target, method, args, kwargs):
+def _dispatch(context, target, method, args, kwargs):
     """Call the method; its exceptions go back to the caller without a server traceback."""
     if kwargs is not None and not isinstance(kwargs, dict):
         _raise_expected(exception.InvalidObjectRequest(reason='kwargs must be a dict'))
     try:
         return getattr(target, method)(*args, **(kwargs or {}))
-    except exception.MinischedException:
-        raise messaging.ExpectedException()
+    except exception.MinischedException as exc:
+        if not ms_context.is_refusal(exc):
+            raise messaging.ExpectedException()
+        refusal, expected = exc, messaging.ExpectedException()  # it keeps the exception
     except (TypeError, ValueError) as exc:
         LOG.info('Rejected %s.%s: %s', getattr(target, '__name__', type(target).__name__),
                  method, exc)
         _raise_expected(exception.InvalidObjectRequest(
             reason='%s: %s' % (method, exc)))
+    # A refusal, logged out of the except block, where oslo.log would append the exception.
+    _log_refusal(context, target, method, refusal)
+    raise expected

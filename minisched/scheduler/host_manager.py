@@ -669,8 +669,13 @@ class HostManager:
             state.update(inst_dict=instances)
 
     def _recreate_instance_info(self, context, host):
-        """Re-read ``host``'s instances from its cell (the host mapping says which)."""
+        """Re-read ``host``'s instances from its cell (the host mapping says which).
+
+        As the scheduler: whoever sent the update, the cache must hold every project's
+        instances (a user's context would read its own project's only).
+        """
         from minisched.objects import host_mapping as host_mapping_obj
+        context = context.elevated()
         cell = None
         try:
             cell = host_mapping_obj.HostMapping.get_by_host(context, host).cell_mapping

@@ -7,11 +7,17 @@ database is the same whatever cell the context targets), runs in its own transac
 their children: host and instance mappings a nested ``cell_mapping`` dict, flavors an
 ``extra_specs`` dict, aggregates a ``hosts`` list and a ``metadata`` dict, instance groups a
 ``members`` list. Writes retry on deadlock; duplicates raise named exceptions.
+
+Authorization (see ``minisched.context``): cell and host mappings, aggregates and flavors
+are written by admin contexts only. Instance mappings, build requests and request specs
+belong to a project: a user's context reaches only its own project's (another project's is
+NotFound, as if it did not exist) and creates only its own.
 """
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 
+from minisched import context as ms_context
 from minisched import exception
 from minisched.db import engines, markers, utils
 from minisched.db.api import models
@@ -59,6 +65,47 @@ def _update_or_raise(conn, error, table, where, values):
     return utils.fetch(conn, table, *where)
 
 
+# -- authorization --------------------------------------------------------------------------------
+
+#: Nova's ``@require_context``: an admin's context or a user's.
+_user_or_admin = ms_context.checked(ms_context.require_context)
+#: Records only operators (and services for their own hosts) write.
+_admin_only = ms_context.checked(ms_context.require_admin_context)
+
+
+def _project_only(context, table):
+    """Nova's ``project_only`` for a table with a ``project_id`` column."""
+    if not ms_context.is_user_context(context):
+        return []
+    return [table.c.project_id == context.project_id]
+
+
+def _spec_project_only(context):
+    """``project_only`` of request specs, which record no project: the instance mapping says
+    whose instance it is. A spec whose instance has no mapping (not made yet, or gone) stays
+    visible; one whose mapping names another project, or none, does not."""
+    if not ms_context.is_user_context(context):
+        return []
+    not_own = sa.or_(instance_mappings.c.project_id.is_(None),
+                     instance_mappings.c.project_id != context.project_id)
+    mapped_elsewhere = sa.select(instance_mappings.c.id).where(
+        instance_mappings.c.instance_uuid == request_specs.c.instance_uuid, not_own)
+    return [~mapped_elsewhere.exists()]
+
+
+def _own_or_raise(conn, context, error, table, where, scope):
+    """The row of ``table`` matching ``where`` and the ``scope`` clauses of ``context``
+    (``_project_only``), or ``error``, marked as a refusal (``ms_context.hide``) when the row
+    exists out of the scope. Raised at one place either way: the traceback, which RPC carries
+    to the caller, must not tell the two apart."""
+    row = utils.fetch(conn, table, *where, *scope)
+    if row is None:
+        if scope and conn.execute(sa.select(table.c.id).where(*where).limit(1)).first():
+            ms_context.hide(error)
+        raise error
+    return row
+
+
 # -- key/value child tables (flavor extra specs, aggregate metadata) -----------------------------
 
 def _pairs(conn, table, owner_column, owner_id):
@@ -92,6 +139,7 @@ def _children(conn, table, owner_column, owner_ids, column):
 
 # -- cell mappings --------------------------------------------------------------------------------
 
+@_admin_only
 @utils.writer
 def cell_mapping_create(context, values):
     values = _with_uuid(values)
@@ -111,6 +159,7 @@ def cell_mapping_get_all(context):
         return utils.fetch_all(conn, cells)
 
 
+@_admin_only
 @utils.writer
 def cell_mapping_update(context, cell_uuid, values):
     with _begin() as conn:
@@ -118,6 +167,7 @@ def cell_mapping_update(context, cell_uuid, values):
                                 [cells.c.uuid == cell_uuid], values)
 
 
+@_admin_only
 @utils.writer
 def cell_mapping_destroy(context, cell_uuid):
     """Delete a cell mapping; fails (DBReferenceError) while hosts or instances map to it."""
@@ -149,6 +199,7 @@ def _host_mapping_insert(host, cell_id):
                                                {'host': host, 'cell_id': cell_id})])[0]
 
 
+@_admin_only
 def host_mapping_create(context, host, cell_id):
     """Map ``host`` to cell ``cell_id``; ``HostMappingExists`` names the cell it is already in."""
     try:
@@ -197,6 +248,7 @@ _HOST_CELLS_CHANGED = _HOST_CELLS.where(utils.changed_since(host_mappings,
                                                             sa.bindparam('since')))
 
 
+@_admin_only
 @utils.writer
 def host_mapping_destroy(context, host):
     with _begin() as conn:
@@ -210,34 +262,48 @@ def _instance_mapping_where(instance_uuid):
     return [instance_mappings.c.instance_uuid == instance_uuid]
 
 
+@_user_or_admin
 @utils.writer
 def instance_mapping_create(context, values):
+    ms_context.authorize_project_context(context, values.get('project_id'))
     exists = exception.InstanceMappingExists(uuid=values.get('instance_uuid'))
     with utils.duplicate_as(lambda error: exists), _begin() as conn:
         return _with_cells(conn, [utils.insert(conn, instance_mappings, values)])[0]
 
 
+def _own_instance_mapping(conn, context, instance_uuid):
+    return _own_or_raise(conn, context, exception.InstanceMappingNotFound(uuid=instance_uuid),
+                         instance_mappings, _instance_mapping_where(instance_uuid),
+                         _project_only(context, instance_mappings))
+
+
+@_user_or_admin
 def instance_mapping_get_by_instance_uuid(context, instance_uuid):
     with _begin() as conn:
-        row = _fetch_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
-                              instance_mappings, *_instance_mapping_where(instance_uuid))
-        return _with_cells(conn, [row])[0]
+        return _with_cells(conn, [_own_instance_mapping(conn, context, instance_uuid)])[0]
 
 
+@_user_or_admin
 def instance_mapping_get_all_by_cell(context, cell_id):
     with _begin() as conn:
-        rows = utils.fetch_all(conn, instance_mappings, instance_mappings.c.cell_id == cell_id)
+        rows = utils.fetch_all(conn, instance_mappings, instance_mappings.c.cell_id == cell_id,
+                               *_project_only(context, instance_mappings))
         return _with_cells(conn, rows)
 
 
+@_user_or_admin
 @utils.writer
 def instance_mapping_update(context, instance_uuid, values):
+    if 'project_id' in values:
+        ms_context.authorize_project_context(context, values['project_id'])
     with _begin() as conn:
+        _own_instance_mapping(conn, context, instance_uuid)
         row = _update_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
                                instance_mappings, _instance_mapping_where(instance_uuid), values)
         return _with_cells(conn, [row])[0]
 
 
+@_user_or_admin
 @utils.writer
 def instance_mapping_claim_cell(context, instance_uuid, cell_id):
     """Point an unplaced instance's mapping at ``cell_id``; False when it already names a cell.
@@ -249,16 +315,18 @@ def instance_mapping_claim_cell(context, instance_uuid, cell_id):
     where = _instance_mapping_where(instance_uuid)
     with _begin() as conn:
         if utils.update(conn, instance_mappings,
-                        [*where, instance_mappings.c.cell_id.is_(None)], {'cell_id': cell_id}):
+                        [*where, *_project_only(context, instance_mappings),
+                         instance_mappings.c.cell_id.is_(None)], {'cell_id': cell_id}):
             return True
-        _fetch_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
-                        instance_mappings, *where)
+        _own_instance_mapping(conn, context, instance_uuid)
         return False
 
 
+@_user_or_admin
 @utils.writer
 def instance_mapping_destroy(context, instance_uuid):
     with _begin() as conn:
+        _own_instance_mapping(conn, context, instance_uuid)
         _delete_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
                          instance_mappings, *_instance_mapping_where(instance_uuid))
 
@@ -280,6 +348,7 @@ def _flavor(error, *where):
         return _with_specs(conn, [_fetch_or_raise(conn, error, flavors, *where)])[0]
 
 
+@_admin_only
 @utils.writer
 def flavor_create(context, values, extra_specs=None):
     exists = exception.FlavorExists(name=values.get('name'))
@@ -306,6 +375,7 @@ def flavor_get_all(context):
         return _with_specs(conn, utils.fetch_all(conn, flavors))
 
 
+@_admin_only
 @utils.writer
 def flavor_destroy(context, flavorid):
     with _begin() as conn:
@@ -315,6 +385,7 @@ def flavor_destroy(context, flavorid):
         conn.execute(sa.delete(flavors).where(flavors.c.id == flavor['id']))
 
 
+@_admin_only
 @utils.upserter
 def flavor_extra_specs_update(context, flavor_id, specs):
     """Set extra specs of flavor ``flavor_id`` (None deletes a key); returns them all."""
@@ -352,6 +423,7 @@ def _aggregate_exists(values):
     return lambda error: exception.AggregateNameExists(aggregate_name=values.get('name'))
 
 
+@_admin_only
 @utils.writer
 def aggregate_create(context, values, metadata=None):
     values = _with_uuid(values)
@@ -388,6 +460,7 @@ def aggregate_get_by_host(context, host, key=None):
         return _with_hosts_and_metadata(conn, utils.fetch_all(conn, aggregates, *where))
 
 
+@_admin_only
 @utils.writer
 def aggregate_update(context, aggregate_id, values):
     with utils.duplicate_as(_aggregate_exists(values)), _begin() as conn:
@@ -396,6 +469,7 @@ def aggregate_update(context, aggregate_id, values):
         return _aggregate_by_id(conn, aggregate_id)
 
 
+@_admin_only
 @utils.upserter
 def aggregate_metadata_update(context, aggregate_id, metadata):
     """Set metadata keys of an aggregate (None deletes a key); returns all its metadata."""
@@ -406,6 +480,7 @@ def aggregate_metadata_update(context, aggregate_id, metadata):
         return _pairs(conn, aggregate_metadata, aggregate_metadata.c.aggregate_id, aggregate_id)
 
 
+@_admin_only
 @utils.writer
 def aggregate_host_add(context, aggregate_id, host):
     """Add ``host`` to an aggregate; returns the aggregate."""
@@ -416,6 +491,7 @@ def aggregate_host_add(context, aggregate_id, host):
         return _aggregate_by_id(conn, aggregate_id)
 
 
+@_admin_only
 @utils.writer
 def aggregate_host_delete(context, aggregate_id, host):
     with _begin() as conn:
@@ -425,6 +501,7 @@ def aggregate_host_delete(context, aggregate_id, host):
                          aggregate_hosts.c.host == host)
 
 
+@_admin_only
 @utils.writer
 def aggregate_destroy(context, aggregate_id):
     with _begin() as conn:
@@ -522,6 +599,13 @@ def _spec_where(instance_uuid):
     return [request_specs.c.instance_uuid == instance_uuid]
 
 
+def _own_spec(conn, context, instance_uuid):
+    return _own_or_raise(conn, context,
+                         exception.RequestSpecNotFound(instance_uuid=instance_uuid),
+                         request_specs, _spec_where(instance_uuid), _spec_project_only(context))
+
+
+@_user_or_admin
 @utils.writer
 def request_spec_create(context, instance_uuid, spec):
     exists = exception.RequestSpecExists(instance_uuid=instance_uuid)
@@ -529,23 +613,27 @@ def request_spec_create(context, instance_uuid, spec):
         return utils.insert(conn, request_specs, {'instance_uuid': instance_uuid, 'spec': spec})
 
 
+@_user_or_admin
 def request_spec_get_by_instance_uuid(context, instance_uuid):
     with _begin() as conn:
-        return _fetch_or_raise(conn, exception.RequestSpecNotFound(instance_uuid=instance_uuid),
-                               request_specs, *_spec_where(instance_uuid))
+        return _own_spec(conn, context, instance_uuid)
 
 
+@_user_or_admin
 @utils.writer
 def request_spec_update(context, instance_uuid, spec):
     with _begin() as conn:
+        _own_spec(conn, context, instance_uuid)
         return _update_or_raise(
             conn, exception.RequestSpecNotFound(instance_uuid=instance_uuid), request_specs,
             _spec_where(instance_uuid), {'spec': spec})
 
 
+@_user_or_admin
 @utils.writer
 def request_spec_destroy(context, instance_uuid):
     with _begin() as conn:
+        _own_spec(conn, context, instance_uuid)
         _delete_or_raise(conn, exception.RequestSpecNotFound(instance_uuid=instance_uuid),
                          request_specs, *_spec_where(instance_uuid))
 
@@ -556,26 +644,37 @@ def _build_request_where(instance_uuid):
     return [build_requests.c.instance_uuid == instance_uuid]
 
 
+def _own_build_request(conn, context, instance_uuid):
+    return _own_or_raise(conn, context, exception.BuildRequestNotFound(uuid=instance_uuid),
+                         build_requests, _build_request_where(instance_uuid),
+                         _project_only(context, build_requests))
+
+
+@_user_or_admin
 @utils.writer
 def build_request_create(context, values):
+    ms_context.authorize_project_context(context, values.get('project_id'))
     exists = exception.BuildRequestAlreadyExists(uuid=values.get('instance_uuid'))
     with utils.duplicate_as(lambda error: exists), _begin() as conn:
         return utils.insert(conn, build_requests, values)
 
 
+@_user_or_admin
 def build_request_get_all(context):
     with _begin() as conn:
-        return utils.fetch_all(conn, build_requests)
+        return utils.fetch_all(conn, build_requests, *_project_only(context, build_requests))
 
 
+@_user_or_admin
 def build_request_get_by_instance_uuid(context, instance_uuid):
     with _begin() as conn:
-        return _fetch_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
-                               build_requests, *_build_request_where(instance_uuid))
+        return _own_build_request(conn, context, instance_uuid)
 
 
+@_user_or_admin
 @utils.writer
 def build_request_destroy(context, instance_uuid):
     with _begin() as conn:
+        _own_build_request(conn, context, instance_uuid)
         _delete_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
                          build_requests, *_build_request_where(instance_uuid))

@@ -4,10 +4,17 @@ Every function takes the request context first, runs in its own transaction on t
 context targets (``engines.main_engine(context)``) and returns plain dicts (or lists of them).
 Reads honour ``context.read_deleted``; writes only touch live rows; deletes are soft
 (``deleted = id``); writes are retried on deadlock; duplicates raise named exceptions.
+
+Authorization is Nova's (see ``minisched.context``): service and compute node writes need an
+admin context; instance functions need an admin's or a user's context, and a user's reaches
+only its own project's instances (Nova's ``project_only``): another project's instance is
+InstanceNotFound, as if it did not exist. Instance faults, actions and events go with their
+instance: a user's context reads and writes only those of its project's instances.
 """
 import sqlalchemy as sa
 from oslo_utils import uuidutils
 
+from minisched import context as ms_context
 from minisched import exception
 from minisched.db import engines, markers, utils
 from minisched.db.main import models
@@ -70,6 +77,56 @@ def _soft_delete(conn, table, *where):
     return utils.update(conn, table, _live(table, *where), utils.soft_delete_values(table))
 
 
+# -- authorization --------------------------------------------------------------------------------
+
+#: Nova's ``@require_context``: an admin's context or a user's (instances and their records).
+_user_or_admin = ms_context.checked(ms_context.require_context)
+#: Records only services and operators write: services and compute nodes.
+_admin_only = ms_context.checked(ms_context.require_admin_context)
+
+
+def _project_only(context, table=None):
+    """Nova's ``project_only``: the WHERE clause keeping a user's context to its project."""
+    if not ms_context.is_user_context(context):
+        return []
+    return [(instances if table is None else table).c.project_id == context.project_id]
+
+
+def _of_own_instances(context, column):
+    """The WHERE clause keeping a user's context to rows whose ``column`` names an instance of
+    its project (deleted or not: the history of a deleted instance stays its owner's)."""
+    if not ms_context.is_user_context(context):
+        return []
+    return [column.in_(sa.select(instances.c.uuid).where(*_project_only(context)))]
+
+
+def _hidden_if_exists(conn, error, table, *where):
+    """``error``, marked as a refusal (``ms_context.hide``) when a row matching ``where``
+    exists: a user's context missed it only because it belongs to another project."""
+    if conn.execute(sa.select(table.c.id).where(*where).limit(1)).first() is not None:
+        ms_context.hide(error)
+    return error
+
+
+def _instance_or_raise(conn, context, instance_uuid, *where, for_update=False):
+    """The instance row matching ``where`` that ``context`` may see, or InstanceNotFound."""
+    where = (instances.c.uuid == instance_uuid, *where)
+    row = utils.fetch(conn, instances, *where, *_project_only(context), for_update=for_update)
+    if row is None:
+        error = exception.InstanceNotFound(instance_id=instance_uuid)
+        if ms_context.is_user_context(context):
+            _hidden_if_exists(conn, error, instances, *where)
+        raise error
+    return row
+
+
+def _check_instance_in_project(conn, context, instance_uuid):
+    """Nova's ``_check_instance_exists_in_project``, before a user's context writes a record
+    of an instance; deleted instances count (their delete action still gets its events)."""
+    if ms_context.is_user_context(context):
+        _instance_or_raise(conn, context, instance_uuid)
+
+
 # -- services -------------------------------------------------------------------------------------
 
 def _service_exists(values):
@@ -82,6 +139,7 @@ def _service_exists(values):
     return make
 
 
+@_admin_only
 @utils.writer
 def service_create(context, values):
     values = _with_uuid(values)
@@ -243,6 +301,7 @@ def service_get_by_compute_host(context, host):
                          services.c.host == host, services.c.binary == COMPUTE_BINARY)
 
 
+@_admin_only
 @utils.writer
 def service_update(context, service_id, values):
     """Update a service; a growing ``report_count`` also sets ``last_seen_up`` to now.
@@ -263,6 +322,7 @@ def service_update(context, service_id, values):
         return utils.fetch(conn, services, *where)
 
 
+@_admin_only
 @utils.writer
 def service_destroy(context, service_id):
     """Soft-delete a service and its compute nodes (a compute's also found by host)."""
@@ -296,6 +356,7 @@ def _node_exists(values):
     return make
 
 
+@_admin_only
 @utils.writer
 def compute_node_create(context, values):
     values = _with_uuid(values)
@@ -351,6 +412,7 @@ def compute_node_get_all_changed_since(context, since):
         return utils.fetch_changed_since(conn, _NODES_CHANGED, since=since)
 
 
+@_admin_only
 @utils.writer
 def compute_node_update(context, compute_id, values):
     with utils.duplicate_as(_node_exists(values)):
@@ -358,6 +420,7 @@ def compute_node_update(context, compute_id, values):
                             nodes, [nodes.c.id == compute_id], values)
 
 
+@_admin_only
 @utils.writer
 def compute_node_delete(context, compute_id):
     with _begin(context) as conn:
@@ -367,17 +430,22 @@ def compute_node_delete(context, compute_id):
 
 # -- instances ------------------------------------------------------------------------------------
 
+@_user_or_admin
 @utils.writer
 def instance_create(context, values):
+    """Create an instance; a user's context only in its own project (Forbidden otherwise)."""
+    ms_context.authorize_project_context(context, values.get('project_id'))
     values = _with_uuid(values)
     with utils.duplicate_as(lambda error: exception.InstanceExists(name=values['uuid'])), \
             _begin(context) as conn:
         return utils.insert(conn, instances, values)
 
 
+@_user_or_admin
 def instance_get_by_uuid(context, instance_uuid):
-    return _get_or_raise(context, exception.InstanceNotFound(instance_id=instance_uuid),
-                         instances, instances.c.uuid == instance_uuid)
+    with _begin(context) as conn:
+        return _instance_or_raise(conn, context, instance_uuid,
+                                  *utils.visible(instances, context))
 
 
 def _expectations(values, expected_vm_state, expected_task_state):
@@ -410,6 +478,7 @@ def _unexpected_state(instance_uuid, actual, expected):
     return error(expected=expected.get('task_state'), actual=actual['task_state'])
 
 
+@_user_or_admin
 @utils.writer
 def instance_update_and_get_original(context, instance_uuid, values, expected_vm_state=None,
                                      expected_task_state=None):
@@ -422,27 +491,30 @@ def instance_update_and_get_original(context, instance_uuid, values, expected_vm
     """
     values = dict(values)
     expected = _expectations(values, expected_vm_state, expected_task_state)
-    where = _live(instances, instances.c.uuid == instance_uuid)
+    where = _live(instances, instances.c.uuid == instance_uuid, *_project_only(context))
     checks = [utils.match(instances.c[column], value) for column, value in expected.items()]
     with utils.duplicate_as(lambda error: exception.InstanceExists(name=instance_uuid)), \
             _begin(context) as conn:
-        old = utils.fetch(conn, instances, *where, for_update=True)
-        if old is None:
-            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        old = _instance_or_raise(conn, context, instance_uuid, instances.c.deleted == 0,
+                                 for_update=True)
         if utils.update(conn, instances, [*where, *checks], values) != 1:
             raise _unexpected_state(instance_uuid, utils.fetch(conn, instances, *where),
                                     expected)
         return old, utils.fetch(conn, instances, *where)
 
 
+@_user_or_admin
 def instance_get_all_by_host(context, host):
-    return _list(context, instances, instances.c.host == host)
+    return _list(context, instances, instances.c.host == host, *_project_only(context))
 
 
+@_user_or_admin
 def instance_get_all_by_host_and_node(context, host, node):
-    return _list(context, instances, instances.c.host == host, instances.c.node == node)
+    return _list(context, instances, instances.c.host == host, instances.c.node == node,
+                 *_project_only(context))
 
 
+@_user_or_admin
 def instance_get_uuids_by_host(context, host):
     return [row['uuid'] for row in instance_get_all_by_host(context, host)]
 
@@ -465,7 +537,7 @@ def _instance_filters(context, filters):
         if key not in instances.c:
             raise exception.Invalid(reason='unknown instance filter %r' % key)
         clauses.append(utils.match(instances.c[key], value))
-    return clauses
+    return clauses + _project_only(context)
 
 
 def _after_marker(column, marker_row, sort_key, descending):
@@ -479,6 +551,7 @@ def _after_marker(column, marker_row, sort_key, descending):
                   sa.and_(column == value, beyond(instances.c.id, row_id)))
 
 
+@_user_or_admin
 def instance_get_all_by_filters(context, filters, sort_key='created_at', sort_dir='desc',
                                 limit=None, marker=None):
     """Instances matching ``filters``, sorted by ``sort_key`` (then id; NULLs last), paged by
@@ -491,7 +564,8 @@ def instance_get_all_by_filters(context, filters, sort_key='created_at', sort_di
     stmt = sa.select(instances).where(*_instance_filters(context, filters)).order_by(*order)
     with _begin(context) as conn:
         if marker is not None:
-            ref = utils.fetch(conn, instances, instances.c.uuid == marker)
+            ref = utils.fetch(conn, instances, instances.c.uuid == marker,
+                              *_project_only(context))
             if ref is None:
                 raise exception.MarkerNotFound(marker=marker)
             stmt = stmt.where(_after_marker(column, ref, sort_key, descending))
@@ -500,31 +574,34 @@ def instance_get_all_by_filters(context, filters, sort_key='created_at', sort_di
         return utils.to_dicts(conn.execute(stmt))
 
 
+@_user_or_admin
 @utils.writer
 def instance_destroy(context, instance_uuid):
     """Soft-delete an instance and return its row as deleted."""
     with _begin(context) as conn:
-        row = utils.fetch(conn, instances, *_live(instances, instances.c.uuid == instance_uuid))
-        if row is None:
-            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        row = _instance_or_raise(conn, context, instance_uuid, instances.c.deleted == 0)
         _soft_delete(conn, instances, instances.c.id == row['id'])
         return utils.fetch(conn, instances, instances.c.id == row['id'])
 
 
 # -- instance faults ------------------------------------------------------------------------------
 
+@_user_or_admin
 @utils.writer
 def instance_fault_create(context, values):
     with _begin(context) as conn:
+        _check_instance_in_project(conn, context, values.get('instance_uuid'))
         return utils.insert(conn, faults, values)
 
 
+@_user_or_admin
 def instance_fault_get_by_instance_uuids(context, instance_uuids):
     """{instance_uuid: [faults, newest first]} with an entry for every uuid asked about."""
     uuids = list(instance_uuids)
     result = {uuid: [] for uuid in uuids}
     with _begin(context) as conn:
         rows = utils.fetch_all(conn, faults, faults.c.instance_uuid.in_(uuids),
+                               *_of_own_instances(context, faults.c.instance_uuid),
                                order_by=(faults.c.created_at.desc(), faults.c.id.desc()))
     for row in rows:
         result[row['instance_uuid']].append(row)
@@ -537,9 +614,10 @@ _NEWEST_FIRST = {'actions': (actions.c.created_at.desc(), actions.c.id.desc()),
                  'events': (events.c.created_at.desc(), events.c.id.desc())}
 
 
-def _action(conn, instance_uuid, request_id):
+def _action(conn, instance_uuid, request_id, *where):
     return utils.fetch(conn, actions, actions.c.instance_uuid == instance_uuid,
-                       actions.c.request_id == request_id, order_by=_NEWEST_FIRST['actions'])
+                       actions.c.request_id == request_id, *where,
+                       order_by=_NEWEST_FIRST['actions'])
 
 
 def _action_or_raise(conn, instance_uuid, request_id):
@@ -554,49 +632,61 @@ def _without(values, *keys):
     return {key: value for key, value in values.items() if key not in keys}
 
 
+@_user_or_admin
 @utils.writer
 def action_start(context, values):
     with _begin(context) as conn:
+        _check_instance_in_project(conn, context, values.get('instance_uuid'))
         return utils.insert(conn, actions, values)
 
 
+@_user_or_admin
 @utils.writer
 def action_finish(context, values):
     """Finish the newest action of ``values``' instance_uuid and request_id; returns it."""
     with _begin(context) as conn:
+        _check_instance_in_project(conn, context, values['instance_uuid'])
         action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
         where = [actions.c.id == action['id']]
         utils.update(conn, actions, where, _without(values, 'instance_uuid', 'request_id'))
         return utils.fetch(conn, actions, *where)
 
 
+@_user_or_admin
 def action_get_by_request_id(context, instance_uuid, request_id):
     """The newest action of that instance and request, or None."""
     with _begin(context) as conn:
-        return _action(conn, instance_uuid, request_id)
+        return _action(conn, instance_uuid, request_id,
+                       *_of_own_instances(context, actions.c.instance_uuid))
 
 
+@_user_or_admin
 def actions_get(context, instance_uuid):
     with _begin(context) as conn:
         return utils.fetch_all(conn, actions, actions.c.instance_uuid == instance_uuid,
+                               *_of_own_instances(context, actions.c.instance_uuid),
                                order_by=_NEWEST_FIRST['actions'])
 
 
+@_user_or_admin
 @utils.writer
 def action_event_start(context, values):
     """Record an event of the action named by ``values['instance_uuid']`` + ``request_id``."""
     with _begin(context) as conn:
+        _check_instance_in_project(conn, context, values['instance_uuid'])
         action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
         utils.update(conn, actions, [actions.c.id == action['id']], {'updated_at': utils.now()})
         event = dict(_without(values, 'instance_uuid', 'request_id'), action_id=action['id'])
         return utils.insert(conn, events, event)
 
 
+@_user_or_admin
 @utils.writer
 def action_event_finish(context, values):
     """Set finish_time/result/traceback of the newest such event; an 'error' result also
     marks the action's message 'Error'. Returns the event."""
     with _begin(context) as conn:
+        _check_instance_in_project(conn, context, values['instance_uuid'])
         action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
         # The host tells apart the same event of two attempts (a reschedule's failed host
         # may finish after the next host started).
@@ -615,7 +705,10 @@ def action_event_finish(context, values):
         return utils.fetch(conn, events, *where)
 
 
+@_user_or_admin
 def action_events_get(context, action_id):
+    own = _of_own_instances(context, actions.c.instance_uuid)
+    of_own_actions = [events.c.action_id.in_(sa.select(actions.c.id).where(*own))] if own else []
     with _begin(context) as conn:
-        return utils.fetch_all(conn, events, events.c.action_id == action_id,
+        return utils.fetch_all(conn, events, events.c.action_id == action_id, *of_own_actions,
                                order_by=_NEWEST_FIRST['events'])

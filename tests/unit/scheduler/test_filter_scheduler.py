@@ -13,6 +13,7 @@ from minisched.scheduler import filter_scheduler
 from minisched.scheduler import host_manager
 from tests.unit import base
 from tests.unit import fakes
+from tests.unit import sqlite_databases
 
 _RESOURCE_FILTERS = ['RetryFilter', 'AvailabilityZoneFilter', 'RamFilter', 'CoreFilter',
                      'DiskFilter', 'ComputeFilter']
@@ -259,3 +260,21 @@ class TestNotifications(SchedulerTestCase):
 
     def test_nothing_is_emitted_without_one(self):
         self.assertEqual([], self._select_with_notification_driver(['noop']))
+
+
+class TestInstanceInfoRebuiltAsTheScheduler(sqlite_databases.SqliteDatabases, base.TestCase):
+    """Whoever's context an update carries, a host's cache is rebuilt with every project's
+    instances (the database hides other projects' instances from a user's context)."""
+
+    def test_user_context_update_still_reads_every_project(self):
+        from minisched.db.main import api as db
+        self.use_databases()
+        for name, project in (('a', 'p1'), ('b', 'p2')):
+            db.instance_create(self.ctxt, {'uuid': getattr(base.uuids, name), 'host': 'h1',
+                                           'project_id': project, 'vm_state': 'active'})
+        hm = host_manager.HostManager(self.conf)
+        hm.cells = hm.enabled_cells = [None]
+        user = context.RequestContext(user_id='u1', project_id='p1')
+        self.assertEqual(1, len(db.instance_get_all_by_host(user, 'h1')))
+        hm.delete_instance_info(user, 'h1', base.uuids.gone)  # unknown host: rebuilt
+        self.assertEqual({base.uuids.a, base.uuids.b}, set(hm._instance_info['h1']['instances']))
