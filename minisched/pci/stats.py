@@ -45,6 +45,10 @@ _TYPE = fields.PciDeviceType
 _NEUTRON_PORT = instance_pci_requests.InstancePCIRequest.NEUTRON_PORT
 
 
+#: The filter of stats built without one: admits no device (nothing is added to them).
+_NO_DEVICE_SPEC = whitelist.Whitelist()
+
+
 def _count(pools):
     return sum(pool['count'] for pool in pools)
 
@@ -85,7 +89,8 @@ class PciDeviceStats:
         self.numa_topology = numa_topology
         self.pools = [pool.to_dict() for pool in stats] if stats else []
         self.pools.sort(key=len)
-        self.dev_filter = dev_filter or whitelist.Whitelist()
+        # One shared empty filter for the scheduler's many stats built from pool lists.
+        self.dev_filter = dev_filter or _NO_DEVICE_SPEC
 
     # -- pools from devices (compute side) --
 

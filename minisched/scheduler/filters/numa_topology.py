@@ -42,6 +42,33 @@ def _requires_threads(spec_obj):
             fields.CPUThreadAllocationPolicy.REQUIRE in thread_policies)
 
 
+class _Request:
+    """What the filter reads of one request, read once for all hosts.
+
+    ``memo`` keeps the answer per (host topology object, ratios, devices per NUMA node) for
+    requests without PCI requests: hosts reporting the same topology text share one parsed
+    NUMATopology (see ``host_state``), and identical idle hosts are the common case of a real
+    cluster, so the fit runs once for all of them. (The devices count because the fit tries
+    host cells with devices last.) With PCI requests the answer depends on each host's
+    devices themselves, and the fit runs per host.
+    """
+
+    def __init__(self, spec_obj):
+        self.topology = spec_obj.numa_topology if 'numa_topology' in spec_obj else None
+        self.requires_threads = _requires_threads(spec_obj)
+        pci_requests = spec_obj.pci_requests if 'pci_requests' in spec_obj else None
+        self.pci_requests = pci_requests.requests if pci_requests else None
+        self.network_metadata = (spec_obj.network_metadata if 'network_metadata' in spec_obj
+                                 else None)
+        self.memo = None if self.pci_requests else {}
+
+
+def _devices_by_node(pci_stats):
+    pools = pci_stats.pools if pci_stats else ()
+    return tuple(sorted((pool['numa_node'] is None, pool['numa_node'] or 0, pool['count'])
+                        for pool in pools if pool['count']))
+
+
 class NUMATopologyFilter(filters.BaseHostFilter):
     """Passes hosts whose NUMA topology can take the requested instance topology."""
 
@@ -49,46 +76,48 @@ class NUMATopologyFilter(filters.BaseHostFilter):
     SETS_LIMITS = True
 
     def host_passes(self, host_state, spec_obj):
-        passes, limits = self._fit(host_state, spec_obj)
+        passes, limits = self._fit(host_state, _Request(spec_obj))
         if limits is not None:
             host_state.limits['numa_topology'] = limits
         return passes
 
-    def _fit(self, host_state, spec_obj):
+    def _fit(self, host_state, request):
         """``(passes, NUMATopologyLimits to record or None)``."""
         host_topology = host_state.numa_topology
-        if host_topology and _requires_threads(spec_obj) and not host_topology.has_threads:
+        if host_topology and request.requires_threads and not host_topology.has_threads:
             LOG.debug("%(host_state)s fails CPU policy requirements: it has no SMT siblings "
                       "and the 'require' thread policy was asked for.",
                       {'host_state': host_state})
             return False, None
-        requested = spec_obj.numa_topology if 'numa_topology' in spec_obj else None
-        if not requested:
+        if not request.topology:
             return True, None
         if not host_topology:
             LOG.debug('%(host)s, %(node)s fails NUMA topology requirements: the host reports '
                       'no NUMA topology and the instance asks for one.',
                       {'host': host_state.host, 'node': host_state.nodename})
             return False, None
-        limits = objects.NUMATopologyLimits(
-            cpu_allocation_ratio=host_state.cpu_allocation_ratio,
-            ram_allocation_ratio=host_state.ram_allocation_ratio)
-        network_metadata = (spec_obj.network_metadata if 'network_metadata' in spec_obj
-                            else None)
-        if network_metadata:
-            limits.network_metadata = network_metadata
-        pci_requests = spec_obj.pci_requests if 'pci_requests' in spec_obj else None
+        ratios = (host_state.cpu_allocation_ratio, host_state.ram_allocation_ratio)
+        key = (id(host_topology), ratios, _devices_by_node(host_state.pci_stats))
+        if request.memo is not None and key in request.memo:
+            return request.memo[key]
+        limits = objects.NUMATopologyLimits(cpu_allocation_ratio=ratios[0],
+                                            ram_allocation_ratio=ratios[1])
+        if request.network_metadata:
+            limits.network_metadata = request.network_metadata
         # Unlike Nova's, the fit leaves the topology it is given alone: no copy per host.
         fitted = hardware.numa_fit_instance_to_host(
-            host_topology, requested, limits=limits,
-            pci_requests=pci_requests.requests if pci_requests else None,
-            pci_stats=host_state.pci_stats)
+            host_topology, request.topology, limits=limits,
+            pci_requests=request.pci_requests, pci_stats=host_state.pci_stats)
         if fitted is None:
             LOG.debug('%(host)s, %(node)s fails NUMA topology requirements: the instance '
                       'does not fit on this host.',
                       {'host': host_state.host, 'node': host_state.nodename})
-            return False, None
-        return True, limits
+            answer = False, None
+        else:
+            answer = True, limits
+        if request.memo is not None:
+            request.memo[key] = answer
+        return answer
 
     def is_noop(self, spec_obj):
         # Limits are only set for requests with a topology, so this can skip the others.
@@ -97,9 +126,9 @@ class NUMATopologyFilter(filters.BaseHostFilter):
 
     def filter_rows(self, view, spec_obj):
         # Hosts without a topology are decided at once; the fit runs for the others only.
-        requested = 'numa_topology' in spec_obj and spec_obj.numa_topology
-        mask = np.full(len(view), not requested, dtype=bool)
+        request = _Request(spec_obj)
+        mask = np.full(len(view), not request.topology, dtype=bool)
         states, rows = view.table.states, view.rows
         for pos in view.flagged('numa_topology').tolist():
-            mask[pos] = self._fit(states[rows[pos]], spec_obj)[0]
+            mask[pos] = self._fit(states[rows[pos]], request)[0]
         return mask
