@@ -145,8 +145,8 @@ e.g. ``2048:512,1048576:2`` (512 pages of 2 MB and two of 1 GB per node).
 Their memory comes out of the node's small (4 KB) pages. Flavors with
 ``hw:mem_page_size=large`` need them. Only used with ``numa_nodes`` > 0."""),
     cfg.MultiStrOpt('pci_devices', default=[], help="""
-PCI devices the fake host has, one JSON object per entry (repeat the option
-for more), e.g.
+PCI devices the fake host has: JSON objects, one per entry (repeat the
+option for more) or several in a JSON list, e.g.
 ``{"vendor_id": "8086", "product_id": "1520", "count": 2, "numa_node": 0}``.
 Keys: ``vendor_id`` and ``product_id`` (4 hex digits, required), ``count``
 (default 1), ``numa_node`` (default none). Devices get addresses

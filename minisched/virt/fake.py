@@ -242,25 +242,11 @@ def _hugepages(items):
 
 
 def pci_devices(entries):
-    """The device dicts a libvirt host would report for ``[fake_driver] pci_devices``."""
+    """The device dicts a libvirt host would report for ``[fake_driver] pci_devices`` (each
+    entry a JSON object, or a list of them)."""
     devices = []
-    for position, entry in enumerate(entries):
-        try:
-            spec = jsonutils.loads(entry)
-            if not isinstance(spec, dict):
-                raise ValueError('not a JSON object')
-            vendor, product = spec['vendor_id'], spec['product_id']
-            count = int(spec.get('count', 1))
-            numa_node = spec.get('numa_node')
-            numa_node = None if numa_node is None else int(numa_node)
-            unknown = set(spec) - {'vendor_id', 'product_id', 'count', 'numa_node'}
-            if unknown:
-                raise ValueError('unknown keys %s' % ', '.join(sorted(unknown)))
-            if count < 0:
-                raise ValueError('count must not be negative')
-        except (ValueError, KeyError, TypeError) as exc:
-            raise exception.ConfigInvalid(reason='[fake_driver] pci_devices %r: %s' % (
-                entry, exc))
+    for position, spec in enumerate(_pci_device_specs(entries)):
+        vendor, product, count, numa_node = spec
         for index in range(count):
             address = '0000:%02x:%02x.%d' % (0x81 + position, index // 8, index % 8)
             devices.append({
@@ -269,3 +255,29 @@ def pci_devices(entries):
                 'numa_node': numa_node, 'label': 'label_%s_%s' % (vendor, product),
                 'dev_type': 'type-PCI', 'parent_addr': None})
     return devices
+
+
+def _pci_device_specs(entries):
+    """``(vendor_id, product_id, count, numa_node)`` of each device object of ``entries``."""
+    for entry in entries:
+        try:
+            specs = jsonutils.loads(entry)
+            for spec in specs if isinstance(specs, list) else [specs]:
+                yield _pci_device_spec(spec)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise exception.ConfigInvalid(reason='[fake_driver] pci_devices %r: %s' % (
+                entry, exc))
+
+
+def _pci_device_spec(spec):
+    if not isinstance(spec, dict):
+        raise ValueError('not a JSON object')
+    unknown = set(spec) - {'vendor_id', 'product_id', 'count', 'numa_node'}
+    if unknown:
+        raise ValueError('unknown keys %s' % ', '.join(sorted(unknown)))
+    count = int(spec.get('count', 1))
+    if count < 0:
+        raise ValueError('count must not be negative')
+    numa_node = spec.get('numa_node')
+    return (spec['vendor_id'], spec['product_id'], count,
+            None if numa_node is None else int(numa_node))

@@ -85,11 +85,11 @@ class Client:
 
     # -- resources ----------------------------------------------------------------------
 
-    def flavor(self, name, vcpus, memory_mb, root_gb):
+    def flavor(self, name, vcpus, memory_mb, root_gb, extra_specs=None):
         flavor = flavor_obj.Flavor(
             self.context(), name=name, memory_mb=memory_mb, vcpus=vcpus, root_gb=root_gb,
             ephemeral_gb=0, swap=0, flavorid=name, rxtx_factor=1.0, is_public=True,
-            disabled=False, extra_specs={})
+            disabled=False, extra_specs=dict(extra_specs or {}))
         flavor.create()
         return flavor
 

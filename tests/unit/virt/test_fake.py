@@ -241,7 +241,7 @@ class TestFakeNUMAAndPCI(base.TestCase):
 
     def test_pci_devices_are_reported_as_a_libvirt_host_would(self):
         resources = self._resources(pci_devices=[
-            '{"vendor_id": "8086", "product_id": "1520", "count": 2, "numa_node": 1}',
+            '[{"vendor_id": "8086", "product_id": "1520", "count": 2, "numa_node": 1}]',
             '{"vendor_id": "10de", "product_id": "1eb8"}'])
         devices = jsonutils.loads(resources['pci_passthrough_devices'])
         self.assertEqual(['0000:81:00.0', '0000:81:00.1', '0000:82:00.0'],
@@ -253,6 +253,7 @@ class TestFakeNUMAAndPCI(base.TestCase):
     def test_bad_pci_device_entries_are_refused_with_the_entry(self):
         for entry, words in (('{"vendor_id": "8086"}', "'product_id'"),
                              ('[1, 2]', 'not a JSON object'),
+                             ('{"vendor_id": 8086', 'Expecting'),
                              ('{"vendor_id": "8086", "product_id": "1", "colour": "red"}',
                               'unknown keys colour'),
                              ('{"vendor_id": "8086", "product_id": "1", "count": -1}',
