@@ -19,6 +19,10 @@ FULL_SIZES = (1000, 10000, 50000)
 QUICK_SIZES = (1000, 10000)
 #: Requests timed per size: (quick, full).
 REQUESTS = {1000: (15, 200), 10000: (3, 40), 50000: (2, 10)}
+#: Cluster sizes of the pipeline's NUMA/PCI run (quick, full) and its requests per size (each
+#: NUMA fit is ~0.1 ms per host, for both pipelines).
+NUMA_SIZES = ((1000,), (1000, 10000))
+NUMA_REQUESTS = {1000: (5, 40), 10000: (2, 10)}
 #: (instances, computes, computes per process): quick, full.
 BUILD = ((20, 4, 2), (1000, 200, 25))
 
@@ -28,9 +32,11 @@ def _parser():
                                      description=__doc__.split('\n\n')[0])
     parser.add_argument('--quick', action='store_true',
                         help='fewer sizes, requests and instances (about a minute idle)')
-    parser.add_argument('--sizes', help='pipeline cluster sizes, comma-separated '
-                        '(default: %s; quick: %s)' % (','.join(map(str, FULL_SIZES)),
-                                                      ','.join(map(str, QUICK_SIZES))))
+    parser.add_argument('--sizes', help='pipeline cluster sizes, comma-separated, for both '
+                        'runs (default: %s, and %s for NUMA/PCI; quick: %s and %s)' % (
+                            ','.join(map(str, FULL_SIZES)), ','.join(map(str, NUMA_SIZES[1])),
+                            ','.join(map(str, QUICK_SIZES)),
+                            ','.join(map(str, NUMA_SIZES[0]))))
     parser.add_argument('--requests', type=int, help='pipeline requests timed per size')
     parser.add_argument('--skip', default='', help='benches to skip, comma-separated: %s'
                         % ', '.join(BENCHES))
@@ -38,11 +44,11 @@ def _parser():
     return parser
 
 
-def _requests_for(args):
+def _requests_for(args, table=REQUESTS):
     def count(size):
         if args.requests:
             return args.requests
-        quick, full = REQUESTS.get(size, (3, max(5, 2000000 // size)))
+        quick, full = table.get(size, (3, max(5, 2000000 // size)))
         return quick if args.quick else full
     return count
 
@@ -55,7 +61,10 @@ def _plan(args):
              list(QUICK_SIZES if quick else FULL_SIZES))
     instances, computes, per_process = BUILD[0 if quick else 1]
     return [
-        ('pipeline', lambda out: pipeline.run(sizes, _requests_for(args), out=out)),
+        ('pipeline', lambda out: pipeline.run(
+            sizes, _requests_for(args), out=out,
+            numa_sizes=sizes if args.sizes else NUMA_SIZES[0 if quick else 1],
+            numa_requests_for=_requests_for(args, NUMA_REQUESTS))),
         ('refresh', lambda out: refresh.run(repeats=1 if quick else 3,
                                             servers=() if quick else databases.SERVER_BACKENDS,
                                             live_samples=50 if quick else 250, out=out)),

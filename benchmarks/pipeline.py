@@ -1,12 +1,15 @@
 """Pipeline bench: filter + weigh + pick per request over prebuilt host states (no database).
 
-Runs the default filters plus CoreFilter and every weigher. For each request both pipelines
-start from the same snapshot (the host-state table columns and each state's ``updated`` and
-``consumed_at``) with ``random`` seeded alike: the per-host ReferencePipeline first, then the
-vectorised RowPipeline, which is the one timed; its decisions (hosts, nodes, cells, limits,
-alternates, or NoValidHost) must equal the reference's. The row run's consumption is kept, so
-the synthetic cluster fills up as requests go by. As in a scheduler worker, the host states
-are frozen out of the garbage collector's reach once built (``gc.freeze``; undone after).
+Runs the default filters plus CoreFilter and every weigher; the NUMA/PCI run adds
+NUMATopologyFilter and PciPassthroughFilter over hosts that report NUMA topologies and PCI
+device pools, with pinned, huge-page, multi-node and PCI requests among plain ones. For each
+request both pipelines start from the same snapshot (the host-state table columns, and each
+state's ``updated``, ``consumed_at``, NUMA topology and PCI pools) with ``random`` seeded
+alike: the per-host ReferencePipeline first, then the vectorised RowPipeline, which is the one
+timed; its decisions (hosts, nodes, cells, limits, alternates, or NoValidHost) must equal the
+reference's. The row run's consumption is kept, so the synthetic cluster fills up as requests
+go by. As in a scheduler worker, the host states are frozen out of the garbage collector's
+reach once built (``gc.freeze``; undone after).
 """
 import gc
 import random
@@ -22,6 +25,21 @@ TARGET_MS = {1000: 2.0, 10000: 20.0, 50000: 100.0}
 FLAVORS = ((512, 1, 1, 0), (2048, 1, 20, 0), (4096, 2, 40, 0), (8192, 4, 80, 10),
            (16384, 8, 160, 0), (131072, 32, 900, 0))
 WARMUP = 2
+#: Extra specs of the NUMA/PCI run's requests (``nic``/``gpu`` are ``[pci] alias`` names).
+NUMA_EXTRA_SPECS = (
+    {}, {'hw:numa_nodes': '1'}, {'hw:numa_nodes': '2'},
+    {'hw:cpu_policy': 'dedicated'}, {'hw:cpu_policy': 'dedicated', 'hw:numa_nodes': '2'},
+    {'hw:cpu_policy': 'dedicated', 'hw:cpu_thread_policy': 'require'},
+    {'hw:mem_page_size': 'large'}, {'pci_passthrough:alias': 'nic:1'},
+    {'pci_passthrough:alias': 'gpu:2', 'hw:numa_nodes': '1'},
+    {'hw:cpu_policy': 'dedicated', 'pci_passthrough:alias': 'nic-near:1'})
+PCI_ALIASES = ['{"name": "nic", "vendor_id": "8086", "product_id": "1520"}',
+               '{"name": "gpu", "vendor_id": "10de", "product_id": "1eb8"}',
+               '{"name": "nic-near", "vendor_id": "8086", "product_id": "1520", '
+               '"numa_policy": "required"}']
+#: (memory_mb, vcpus, root_gb, ephemeral_gb) of the NUMA/PCI run: even sizes, so that every
+#: request splits over two NUMA nodes.
+NUMA_FLAVORS = ((1024, 2, 10, 0), (2048, 2, 20, 0), (4096, 4, 40, 0), (8192, 8, 80, 0))
 
 
 def _scheduler_class():
@@ -55,10 +73,21 @@ def offline_scheduler(conf, cls=None):
         return (cls or filter_scheduler.FilterScheduler)(conf)
 
 
-def build_scheduler(conf, hosts, seed=0):
-    """A FilterScheduler whose HostManager holds ``hosts`` synthetic host states."""
+def numa_conf():
+    """Overrides of the NUMA/PCI run: :func:`bench_conf` with the NUMA and PCI filters."""
+    overrides = bench_conf()
+    filters = overrides['filter_scheduler']['enabled_filters']
+    overrides['filter_scheduler']['enabled_filters'] = filters + [
+        'NUMATopologyFilter', 'PciPassthroughFilter']
+    overrides['pci'] = {'alias': PCI_ALIASES}
+    return overrides
+
+
+def build_scheduler(conf, hosts, seed=0, rows=None):
+    """A FilterScheduler whose HostManager holds ``hosts`` synthetic host states (from
+    ``rows(count, seed=)``, :func:`synthetic.node_rows` by default)."""
     scheduler = offline_scheduler(conf, _scheduler_class())
-    synthetic.populate(scheduler.host_manager, synthetic.node_rows(hosts, seed=seed))
+    synthetic.populate(scheduler.host_manager, (rows or synthetic.node_rows)(hosts, seed=seed))
     return scheduler
 
 
@@ -84,9 +113,26 @@ def make_spec(index, seed=0, flavors=FLAVORS, multi=True):
     return spec, uuids
 
 
+def make_numa_spec(index, conf, seed=0):
+    """The ``index``-th request of the NUMA/PCI run: :func:`make_spec` over
+    :data:`NUMA_FLAVORS` with one of :data:`NUMA_EXTRA_SPECS`, its NUMA topology and PCI
+    requests built as the compute API builds them."""
+    from minisched.pci import request as pci_request
+    from minisched.virt import hardware
+    spec, uuids = make_spec(index, seed, flavors=NUMA_FLAVORS)
+    spec.flavor.extra_specs = dict(random.Random(seed * 31 + index).choice(NUMA_EXTRA_SPECS))
+    spec.numa_topology = hardware.numa_get_constraints(spec.flavor, spec.image)
+    spec.pci_requests = pci_request.get_pci_requests_from_flavor(spec.flavor, conf=conf)
+    return spec, uuids
+
+
 def _snapshot(host_manager):
+    """What a request changes in the host states: the table's columns, each state's times,
+    NUMA topology (replaced by a consumption) and PCI pools (changed in place)."""
     columns = {name: column.copy() for name, column in host_manager.table.columns.items()}
-    states = [(s, s.updated, s.consumed_at) for s in host_manager.host_state_map.values()]
+    states = [(s, s.updated, s.consumed_at, s.numa_topology,
+               [dict(pool) for pool in s.pci_stats.pools] if s.pci_stats else None)
+              for s in host_manager.host_state_map.values()]
     return columns, states
 
 
@@ -94,14 +140,28 @@ def _restore(host_manager, snapshot):
     columns, states = snapshot
     for name, column in columns.items():
         host_manager.table.columns[name][:len(column)] = column
-    for state, updated, consumed_at in states:
+    for state, updated, consumed_at, numa_topology, pools in states:
         state.updated, state.consumed_at = updated, consumed_at
+        state.numa_topology = numa_topology
+        if pools is not None:
+            state.pci_stats.pools = pools
+            state.pci_stats = state.pci_stats  # the table's flag follows the pools
 
 
-def _decisions(scheduler, context, index, seed):
-    """Run request ``index``; returns (comparable decisions, (seconds, CPU seconds))."""
+def _limits(selection):
+    if selection.limits is None:
+        return None
+    limits = selection.limits.to_dict()
+    if limits.get('numa_topology') is not None:  # an object: compared by its values
+        limits['numa_topology'] = limits['numa_topology'].obj_to_primitive()
+    return limits
+
+
+def _decisions(scheduler, context, index, seed, make=None):
+    """Run request ``index`` (made by ``make(index, seed)``, :func:`make_spec` by default);
+    returns (comparable decisions, (seconds, CPU seconds))."""
     from minisched import exception
-    spec, uuids = make_spec(index, seed)
+    spec, uuids = (make or make_spec)(index, seed)
     random.seed(seed * 7919 + index)
     start, cpu_start = time.perf_counter(), time.thread_time()
     try:
@@ -112,23 +172,25 @@ def _decisions(scheduler, context, index, seed):
     elapsed = (time.perf_counter() - start, time.thread_time() - cpu_start)
     if selections is None:
         return decisions, elapsed
-    return [[(s.service_host, s.nodename, s.cell_uuid, s.compute_node_uuid,
-              s.limits.to_dict() if s.limits is not None else None) for s in per_instance]
-            for per_instance in selections], elapsed
+    return [[(s.service_host, s.nodename, s.cell_uuid, s.compute_node_uuid, _limits(s))
+             for s in per_instance] for per_instance in selections], elapsed
 
 
-def run_size(conf, hosts, requests, seed=0):
-    """Time ``requests`` requests at ``hosts`` hosts; returns a dict of results."""
-    scheduler = build_scheduler(conf, hosts, seed)
+def run_size(conf, hosts, requests, seed=0, numa=False):
+    """Time ``requests`` requests at ``hosts`` hosts (NUMA/PCI ones with ``numa``); returns a
+    dict of results."""
+    scheduler = build_scheduler(conf, hosts, seed,
+                                rows=synthetic.numa_pci_rows if numa else None)
+    make = (lambda index, seed: make_numa_spec(index, conf, seed)) if numa else None
     gc.collect()
     gc.freeze()  # what the worker does after building its host states
     try:
-        return _run_requests(scheduler, hosts, requests, seed)
+        return _run_requests(scheduler, hosts, requests, seed, make)
     finally:
         gc.unfreeze()
 
 
-def _run_requests(scheduler, hosts, requests, seed):
+def _run_requests(scheduler, hosts, requests, seed, make=None):
     from minisched import context as ms_context
     from minisched.scheduler import filter_scheduler
     hm = scheduler.host_manager
@@ -139,10 +201,10 @@ def _run_requests(scheduler, hosts, requests, seed):
     for index in range(WARMUP + requests):
         snapshot = _snapshot(hm)
         scheduler.pipeline = reference
-        expected, (ref_seconds, _) = _decisions(scheduler, context, index, seed)
+        expected, (ref_seconds, _) = _decisions(scheduler, context, index, seed, make)
         _restore(hm, snapshot)
         scheduler.pipeline = row_pipeline
-        got, (row_seconds, row_cpu) = _decisions(scheduler, context, index, seed)
+        got, (row_seconds, row_cpu) = _decisions(scheduler, context, index, seed, make)
         if index < WARMUP:
             continue
         row_times.append(row_seconds)
@@ -158,12 +220,12 @@ def _run_requests(scheduler, hosts, requests, seed):
             'matched': matched, 'mismatches': mismatches, 'no_valid_host': no_valid}
 
 
-def figures_for(result):
+def figures_for(result, kind=''):
     n = result['hosts']
     rows, refs = result['row_ms'], result['ref_ms']
     p50, ref_p50 = common.median(rows), common.median(refs)
-    label = '@%d hosts' % n
-    target = TARGET_MS.get(n)
+    label = '%s@%d hosts' % (kind, n)
+    target = None if kind else TARGET_MS.get(n)
     note = '%d requests (%d NoValidHost); CPU time p50 %.3g ms' % (
         result['requests'], result['no_valid_host'], common.median(result['cpu_ms']))
     out = [common.at_most('pipeline p50 ' + label, p50, target, 'ms', note) if target else
@@ -178,16 +240,20 @@ def figures_for(result):
     return out
 
 
-def run(sizes, requests_for, seed=0, out=None):
-    """Pipeline figures for each size; ``requests_for(size)`` says how many requests to time."""
+def run(sizes, requests_for, seed=0, out=None, numa_sizes=(), numa_requests_for=None):
+    """Pipeline figures for each size, then NUMA/PCI figures for each of ``numa_sizes``;
+    ``requests_for(size)`` (``numa_requests_for``) says how many requests to time."""
     conf = common.in_process_conf()
     figures = []
-    with common.overrides(conf, bench_conf()), common.quiet_logs():
-        for size in sizes:
-            result = run_size(conf, size, requests_for(size), seed)
-            for index, expected, got in result['mismatches'][:3]:
-                if out:
-                    out('MISMATCH request %d @%d hosts:\n  reference %r\n  row       %r'
-                        % (index, size, expected, got))
-            figures.extend(figures_for(result))
+    for numa, kind, overrides, run_sizes, count in (
+            (False, '', bench_conf(), sizes, requests_for),
+            (True, 'NUMA/PCI ', numa_conf(), numa_sizes, numa_requests_for or requests_for)):
+        with common.overrides(conf, overrides), common.quiet_logs():
+            for size in run_sizes:
+                result = run_size(conf, size, count(size), seed, numa=numa)
+                for index, expected, got in result['mismatches'][:3]:
+                    if out:
+                        out('MISMATCH %srequest %d @%d hosts:\n  reference %r\n  row       %r'
+                            % (kind, index, size, expected, got))
+                figures.extend(figures_for(result, kind))
     return figures

@@ -146,3 +146,42 @@ def analyze(engine, *tables):
     with engine.begin() as conn:
         for table in tables:
             conn.execute(sa.text('%s %s' % (keyword, quote(table.name))))
+
+
+#: PCI devices of the synthetic hosts that have some: (vendor_id, product_id).
+PCI_DEVICES = (('8086', '1520'), ('10de', '1eb8'))
+
+
+def numa_pci_rows(count, seed=0, now=None):
+    """:func:`node_rows` where most hosts also report a NUMA topology with some usage (2 or 4
+    cells, 1 or 2 threads per core, some with 2 MB huge pages, pinned CPUs and memory in use)
+    and a third report PCI device pools (NICs and GPUs on their NUMA nodes)."""
+    from minisched.objects import pci_device_pool
+    from minisched.virt import fake
+    rng = random.Random(seed + 7)
+    pairs = node_rows(count, seed, now)
+    for _service, node in pairs:
+        if rng.random() < 0.15:
+            continue  # no NUMA topology, no devices
+        nodes = rng.choice((2, 2, 4))
+        threads = rng.choice((1, 2))
+        cpus = set(range(node['vcpus']))
+        hugepages = [(2048, node['memory_mb'] // nodes // 4 // 2)] if rng.random() < 0.5 else []
+        topology = fake.build_numa_topology(nodes, threads, node['vcpus'], node['memory_mb'],
+                                            cpus, cpus, hugepages)
+        for cell in topology.cells:
+            free = sorted(cell.pcpuset)
+            cell.pinned_cpus = set(rng.sample(free, rng.randint(0, len(free))))
+            cell.cpu_usage = rng.randint(0, len(cell.cpuset) * 4)
+            cell.memory_usage = rng.randint(0, cell.memory)
+            for pages in cell.mempages[1:]:
+                pages.used = rng.randint(0, pages.total)
+        node['numa_topology'] = topology._to_json()
+        if rng.random() < 0.35:
+            pools = [pci_device_pool.PciDevicePool(
+                vendor_id=vendor, product_id=product, numa_node=rng.randrange(nodes),
+                count=rng.randint(0, 4), tags={'dev_type': 'type-PCI'})
+                for vendor, product in PCI_DEVICES if rng.random() < 0.7]
+            node['pci_stats'] = json.dumps(pci_device_pool.PciDevicePoolList(
+                objects=pools).obj_to_primitive())
+    return pairs

@@ -11,6 +11,7 @@ from tests.unit import base
 
 EXPECTED = ['pipeline p50 @200 hosts', 'pipeline p99 @200 hosts',
             'reference pipeline p50 @200 hosts', 'decisions = reference @200 hosts']
+EXPECTED_NUMA = [name.replace('@', 'NUMA/PCI @') for name in EXPECTED]
 
 
 class TestPipelineBenchSmoke(base.TestCase):
@@ -22,6 +23,21 @@ class TestPipelineBenchSmoke(base.TestCase):
         self.assertEqual('3/3', decisions.value)
         self.assertTrue(decisions.met)
 
+    def test_numa_pci_decisions_match_reference_at_200_hosts(self):
+        figures = pipeline.run([], None, numa_sizes=[200], numa_requests_for=lambda size: 12)
+        self.assertEqual(EXPECTED_NUMA, [f.figure for f in figures])
+        self.assertEqual('12/12', figures[-1].value)
+        self.assertTrue(figures[-1].met)
+
+    def test_numa_pci_requests_ask_for_what_their_extra_specs_say(self):
+        conf = common.in_process_conf()
+        with common.overrides(conf, pipeline.numa_conf()):
+            specs = [pipeline.make_numa_spec(index, conf)[0] for index in range(40)]
+        self.assertTrue(any(s.numa_topology for s in specs))
+        self.assertTrue(any(s.pci_requests.requests for s in specs))
+        self.assertTrue(any(not s.numa_topology and not s.pci_requests.requests
+                            for s in specs))
+
     def test_command_prints_table_and_csv_with_expected_rows(self):
         out = io.StringIO()
         with tempfile.TemporaryDirectory() as directory:
@@ -31,8 +47,8 @@ class TestPipelineBenchSmoke(base.TestCase):
             with open(path, newline='') as handle:
                 rows = list(csv.DictReader(handle))
         self.assertEqual(0, status)
-        self.assertEqual(EXPECTED, [row['figure'] for row in rows])
-        self.assertEqual('3/3', rows[-1]['value'])
+        self.assertEqual(EXPECTED + EXPECTED_NUMA, [row['figure'] for row in rows])
+        self.assertEqual(['3/3', '3/3'], [rows[3]['value'], rows[-1]['value']])
         text = out.getvalue()
         self.assertIn('SYNTHETIC', text)
         for figure in EXPECTED:
