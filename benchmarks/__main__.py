@@ -9,6 +9,7 @@ met?) and a CSV; exits 1 when a bench fails or a decision differs from the refer
 because of a timing.
 """
 import argparse
+import signal
 import sys
 import time
 import traceback
@@ -110,6 +111,17 @@ def run(args, out=_say):
     return figures, failed
 
 
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _stop_on_signals():
+    """Stopped from outside (SIGTERM, SIGINT): unwind, so that every bench stops its services
+    on the way out (a SIGKILL leaves that to the children's parent-death signal)."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_on_signal)
+
+
 def main(argv=None, stdout=None):
     stdout = stdout or sys.stdout
     warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
@@ -131,4 +143,5 @@ def main(argv=None, stdout=None):
 
 
 if __name__ == '__main__':
+    _stop_on_signals()
     sys.exit(main())

@@ -5,8 +5,16 @@ vhost, so a bench must not share one with a running cluster or a test session). 
 writes one config file, starts services as child processes (each in its own session, output
 in a log file), waits for their "ready" log lines and stops them with SIGTERM, then SIGKILL.
 Client work runs in spawned child processes (``spawn``) that parse the same config file.
+
+The bench owns its children: each is killed (SIGKILL) by the kernel when the bench process
+dies, however it dies (``die_with_parent``: Linux's parent-death signal, set in the child
+before it runs anything), and the services' own workers exit with them (oslo.service's
+workers watch their launcher). A SIGTERM or SIGINT of the bench stops the services cleanly
+first (``python -m benchmarks`` turns them into SystemExit, so the ``finally`` blocks run).
 """
 import contextlib
+import ctypes
+import functools
 import multiprocessing
 import os
 import shutil
@@ -25,6 +33,23 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT = 120
 #: Set (to anything) to run the services with debug logging.
 DEBUG = bool(os.environ.get('MINISCHED_BENCH_DEBUG'))
+
+
+#: prctl(2) option: the signal this process gets when the thread that made it exits.
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid):
+    """In a child, before it runs anything: be SIGKILLed when its parent dies.
+
+    The signal comes when the *thread* that started the child exits: start children from the
+    bench's main thread. A parent that died before this call is caught by comparing pids.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # not Linux, or refused: the bench's own clean-up is all there is
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 class Unavailable(Exception):
@@ -91,7 +116,9 @@ class Cluster:
                                                                                   ''))
             popen = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=REPO, env=env,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     preexec_fn=functools.partial(die_with_parent,
+                                                                  os.getpid()))
         self.procs[name] = (popen, log_path, ready, ready_count)
         if wait:
             self.wait_ready(name)
@@ -190,7 +217,8 @@ def run_children(target, argses, timeout, on_ready=None):
     """
     ctx = multiprocessing.get_context('spawn')
     queue, start = ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=target, args=tuple(args) + (queue, start)) for args in argses]
+    procs = [ctx.Process(target=_owned, args=(os.getpid(), target) + tuple(args) +
+                         (queue, start)) for args in argses]
     for proc in procs:
         proc.start()
     try:
@@ -210,6 +238,12 @@ def run_children(target, argses, timeout, on_ready=None):
             proc.join(timeout=10)
             if proc.is_alive():
                 proc.kill()
+
+
+def _owned(parent_pid, target, *args):
+    """A spawned client's entry: die with the bench, then ``target(*args)``."""
+    die_with_parent(parent_pid)
+    target(*args)
 
 
 def child_main(queue, start, work, *args):
