@@ -518,3 +518,10 @@ class CPUUnpinningUnknown(Invalid):
 
 class NumaTopologyNotFound(NotFound):
     msg_fmt = 'Instance %(instance_uuid)s has no NUMA topology'
+
+
+class ValidationError(Invalid):
+    """A request refused at the edge (Nova's API schemas and extra spec validators): the
+    detail names the field, the rule and what is wrong with the value; ``kwargs['field']``
+    is the field."""
+    msg_fmt = '%(detail)s'

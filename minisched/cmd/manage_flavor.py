@@ -1,10 +1,13 @@
 """Flavors: the sizes instances are built with (API database).
 
 ``minisched-manage flavor create NAME --ram MB --vcpus N --disk GB [--ephemeral GB]
-[--swap MB] [--id ID] [--property k=v ...]``, ``flavor list``, ``flavor set NAME|ID --property
-k=v ...`` (extra specs) and ``flavor delete NAME|ID``, as ``openstack flavor`` does them: the
-id defaults to a new UUID ("auto"), and a NAME|ID argument is tried as a flavor id first, then
-as a name. Deleting a flavor leaves its instances alone (each keeps a copy of its flavor).
+[--swap MB] [--id ID] [--rxtx-factor F] [--public|--private] [--description TEXT]
+[--property k=v ...]``, ``flavor list``, ``flavor set NAME|ID --property k=v ...`` (extra
+specs) and ``flavor delete NAME|ID``, as ``openstack flavor`` does them: the id defaults to a
+new UUID ("auto"), and a NAME|ID argument is tried as a flavor id first, then as a name.
+Deleting a flavor leaves its instances alone (each keeps a copy of its flavor). Fields and
+extra specs are validated as Nova's API does (``minisched.api.validation.flavors``): a
+refusal is one line on stderr, exit 1, and nothing is written.
 
 Also the small helpers the other categories share: argument types (``key_value``,
 ``integer``), output (``error``, ``print_fields``) and RPC set-up (``init_rpc``,
@@ -17,6 +20,8 @@ import sys
 import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
+from minisched.api.validation import extra_specs as extra_specs_validation
+from minisched.api.validation import flavors as flavors_validation
 from minisched import context, exception, rpc
 from minisched.cmd import manage
 from minisched.objects import flavor as flavor_obj
@@ -117,27 +122,27 @@ def _fields(flavor):
             ('disk', flavor.root_gb), ('ephemeral', flavor.ephemeral_gb),
             ('swap', flavor.swap), ('vcpus', flavor.vcpus),
             ('rxtx_factor', flavor.rxtx_factor), ('is_public', flavor.is_public),
-            ('properties', format_pairs(flavor.extra_specs))]
+            ('properties', format_pairs(flavor.extra_specs))] + (
+        [('description', flavor.description)] if flavor.description is not None else [])
 
 
 class FlavorCommands:
     """Flavors: the sizes instances are built with."""
 
     def create(self, name, ram, vcpus, disk, ephemeral=0, swap=0, flavorid=None,
-               properties=None):
-        if not name.strip() or len(name) > 255:
-            return error('Flavor name must be 1 to 255 characters, not only spaces.')
+               properties=None, rxtx_factor=1.0, is_public=True, description=None):
+        values = flavors_validation.validate_create(
+            name, ram, vcpus, disk, ephemeral or 0, swap or 0,
+            None if flavorid in (None, 'auto') else flavorid, rxtx_factor, is_public,
+            description, dict(properties or []))
         ctxt = context.get_admin_context()
-        flavorid = flavorid if flavorid not in (None, 'auto') else uuidutils.generate_uuid()
+        values['flavorid'] = values['flavorid'] or uuidutils.generate_uuid()
         try:
-            flavor_obj.Flavor.get_by_flavor_id(ctxt, flavorid)
-            return error('Flavor with ID %s already exists.' % flavorid)
+            flavor_obj.Flavor.get_by_flavor_id(ctxt, values['flavorid'])
+            return error('Flavor with ID %s already exists.' % values['flavorid'])
         except exception.FlavorNotFound:
             pass
-        flavor = flavor_obj.Flavor(
-            ctxt, name=name, memory_mb=ram, vcpus=vcpus, root_gb=disk,
-            ephemeral_gb=ephemeral or 0, swap=swap or 0, flavorid=flavorid, rxtx_factor=1.0,
-            is_public=True, disabled=False, extra_specs=dict(properties or []))
+        flavor = flavor_obj.Flavor(ctxt, disabled=False, **values)
         flavor.create()
         print_fields(_fields(flavor))
         return 0
@@ -152,8 +157,9 @@ class FlavorCommands:
         return 0
 
     def set(self, flavor, properties):
+        specs = extra_specs_validation.validate_extra_specs(dict(properties))
         found = find_flavor(context.get_admin_context(), flavor)
-        found.save_extra_specs(to_add=dict(properties))
+        found.save_extra_specs(to_add=specs)
         print_fields(_fields(found))
         return 0
 
@@ -186,10 +192,21 @@ def add_parsers(actions):
                         dest='action_kwarg_swap', help='Swap in MB (0).')
     create.add_argument('--id', metavar='ID', dest='action_kwarg_flavorid',
                         help='Flavor id (default "auto": a new UUID).')
+    create.add_argument('--rxtx-factor', default='1.0', metavar='FACTOR',
+                        dest='action_kwarg_rxtx_factor', help='RX/TX factor (1.0).')
+    public = create.add_mutually_exclusive_group()
+    public.add_argument('--public', action='store_true', default=True,
+                        dest='action_kwarg_is_public', help='Usable by every project '
+                                                           '(default).')
+    public.add_argument('--private', action='store_false', dest='action_kwarg_is_public',
+                        help='Usable only by projects given access.')
+    create.add_argument('--description', dest='action_kwarg_description',
+                        help='Description (at most 65535 printable characters).')
     add_property_argument(create)
     create.set_defaults(action_fn=commands.create,
                         action_kwargs=['name', 'ram', 'vcpus', 'disk', 'ephemeral', 'swap',
-                                       'flavorid', 'properties'])
+                                       'flavorid', 'properties', 'rxtx_factor', 'is_public',
+                                       'description'])
 
     lister = actions.add_parser('list', help='List flavors, smallest first.')
     lister.set_defaults(action_fn=commands.list, action_kwargs=[])

@@ -1,13 +1,14 @@
 """Servers: create, list, show and delete instances through the compute API.
 
 ``minisched-manage server create --flavor NAME|ID [--num-instances N] [--wait] ...`` does what
-``openstack server create`` makes nova-api do (``minisched.compute.api``): build requests,
-request specs and mappings, then a cast to the conductor, which schedules and builds. It
-prints the new uuids; ``--wait`` then polls until each instance is ACTIVE or ERROR and prints
-them (exit 1 if any is in ERROR or the wait times out). ``server list``, ``server show UUID``
-(with the instance's faults, actions and events: where a build's time went and why it failed)
-and ``server delete UUID ... [--wait]`` complete the set. Requests are made for
-``--project``/``--user`` (default ``admin``), with an admin context.
+``openstack server create`` makes nova-api do (``minisched.compute.api``): validation of the
+request as Nova's API schema does it (a refusal is one line on stderr, exit 1, nothing
+written), build requests, request specs and mappings, then a cast to the conductor, which
+schedules and builds. It prints the new uuids; ``--wait`` then polls until each instance is
+ACTIVE or ERROR and prints them (exit 1 if any is in ERROR or the wait times out).
+``server list``, ``server show UUID`` (with the instance's faults, actions and events: where a
+build's time went and why it failed) and ``server delete UUID ... [--wait]`` complete the set.
+Requests are made for ``--project``/``--user`` (default ``admin``), with an admin context.
 """
 import re
 import time
@@ -127,7 +128,7 @@ class ServerCommands:
     def create(self, flavor, image_properties=None, image_id=None, availability_zone=None,
                hints=None, group=None, num_instances=1, name=None, wait=False,
                timeout=WAIT_TIMEOUT, project=manage_scheduler.DEFAULT_OWNER,
-               user=manage_scheduler.DEFAULT_OWNER):
+               user=manage_scheduler.DEFAULT_OWNER, properties=None):
         ctxt = context.RequestContext(user_id=user, project_id=project, is_admin=True)
         if image_id is not None and not uuidutils.is_uuid_like(image_id):
             return manage_flavor.error('Image id must be a UUID: %r' % image_id)
@@ -142,7 +143,8 @@ class ServerCommands:
                 uuids = api.create(ctxt, found_flavor, image=image, num_instances=num_instances,
                                    availability_zone=availability_zone,
                                    scheduler_hints=manage_scheduler.hints_dict(hints),
-                                   group=found_group, display_name=name)
+                                   group=found_group, display_name=name,
+                                   metadata=dict(properties or []))
         except ValueError as exc:  # a property value of the wrong type
             return manage_flavor.error('Bad image property: %s' % exc)
         for instance_uuid in uuids:
@@ -245,11 +247,13 @@ def add_parsers(actions):
                         help='Server group the instances join.')
     create.add_argument('--name', dest='action_kwarg_name',
                         help='Display name (NAME-1, NAME-2... for several; default server).')
+    manage_flavor.add_property_argument(create, help_text='Metadata of the instances '
+                                                          '(repeatable).')
     _add_wait_arguments(create, 'until every instance is ACTIVE or ERROR')
     manage_scheduler.add_owner_arguments(create)
     create.set_defaults(action_fn=commands.create, action_kwargs=[
         'flavor', 'image_properties', 'image_id', 'availability_zone', 'hints', 'group',
-        'num_instances', 'name', 'wait', 'timeout', 'project', 'user'])
+        'num_instances', 'name', 'wait', 'timeout', 'project', 'user', 'properties'])
 
     lister = actions.add_parser('list', help='List instances of the project, newest first.')
     lister.add_argument('--host', dest='action_kwarg_host', help='Only those on this host.')

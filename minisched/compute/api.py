@@ -13,7 +13,10 @@ import threading
 import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
+from minisched.api.validation import images as images_validation
+from minisched.api.validation import servers as servers_validation
 from minisched.compute import rpcapi as compute_rpcapi
+from minisched.compute import validation as compute_validation
 from minisched.conductor import rpcapi as conductor_rpcapi
 from minisched import context as ms_context
 from minisched import exception
@@ -45,42 +48,49 @@ class API:
     # -- create -------------------------------------------------------------------------
 
     def create(self, context, flavor, image=None, num_instances=1, availability_zone=None,
-               scheduler_hints=None, group=None, display_name=None):
-        """Ask for ``num_instances`` instances; returns their uuids (builds run async)."""
-        if num_instances < 1:
-            raise exception.Invalid(reason='num_instances must be at least 1')
-        image = dict(image or {})
+               scheduler_hints=None, group=None, display_name=None, metadata=None):
+        """Ask for ``num_instances`` instances; returns their uuids (builds run async).
+
+        Everything is checked before anything is written: the request as Nova's API schema
+        checks it (``minisched.api.validation``: name, zone, hints, metadata, count, image),
+        the flavor and image's NUMA and PCI requests, then every value the build requests,
+        specs and mappings would hold against its column (``compute.validation``). A
+        refusal raises a ValidationError (or another Invalid) naming the field.
+        """
+        request = servers_validation.validate_create(
+            display_name, availability_zone, scheduler_hints, metadata, num_instances)
+        image = dict(images_validation.check_image(image))
         image_meta = image_meta_obj.ImageMeta.from_dict(image)
         numa_topology, pci_requests = self._resource_constraints(flavor, image_meta)
-        hints = {k: v if isinstance(v, list) else [v]
-                 for k, v in (scheduler_hints or {}).items()}
+        compute_validation.check_context(context)
         build_requests, specs = [], []
-        for index in range(num_instances):
-            instance = self._new_instance(context, flavor, image, availability_zone,
-                                          display_name, index, num_instances)
+        for index in range(request.count):
+            instance = self._new_instance(context, flavor, image, request, index)
             instance.numa_topology = numa_topology.obj_clone() if numa_topology else None
             instance.pci_requests = pci_requests.obj_clone()
             instance.pci_devices = None
             spec = request_spec_obj.RequestSpec(
-                context, flavor=flavor, image=image_meta, num_instances=num_instances,
+                context, flavor=flavor, image=image_meta, num_instances=request.count,
                 numa_topology=instance.numa_topology, pci_requests=instance.pci_requests,
                 project_id=context.project_id, user_id=context.user_id,
-                availability_zone=availability_zone, scheduler_hints=hints,
-                instance_uuid=instance.uuid, ignore_hosts=None, force_hosts=None,
-                force_nodes=None, retry=None, limits=None, requested_destination=None,
-                security_groups=[], is_bfv=False,
+                availability_zone=request.availability_zone,
+                scheduler_hints=request.scheduler_hints, instance_uuid=instance.uuid,
+                ignore_hosts=None, force_hosts=None, force_nodes=None, retry=None,
+                limits=None, requested_destination=None, security_groups=[], is_bfv=False,
                 instance_group=(instance_group_obj.InstanceGroup(uuid=group.uuid)
                                 if group is not None else None))
-            spec.create()
-            build_request = build_request_obj.BuildRequest(
+            compute_validation.check_instance(instance)
+            compute_validation.check_request_spec(spec)
+            build_requests.append(build_request_obj.BuildRequest(
                 context, instance_uuid=instance.uuid, project_id=instance.project_id,
-                instance=instance)
+                instance=instance))
+            specs.append(spec)
+        for build_request, spec in zip(build_requests, specs):
+            spec.create()
             build_request.create()
             instance_mapping_obj.InstanceMapping(
-                context, instance_uuid=instance.uuid, project_id=instance.project_id,
-                user_id=instance.user_id, cell_mapping=None).create()
-            build_requests.append(build_request)
-            specs.append(spec)
+                context, instance_uuid=spec.instance_uuid, project_id=context.project_id,
+                user_id=context.user_id, cell_mapping=None).create()
         if group is not None:
             instance_group_obj.InstanceGroup.add_members(context, group.uuid,
                                                          [s.instance_uuid for s in specs])
@@ -162,11 +172,10 @@ class API:
                 request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
         return True
 
-    def _new_instance(self, context, flavor, image, availability_zone, display_name, index,
-                      count):
+    def _new_instance(self, context, flavor, image, request, index):
         uuid = uuidutils.generate_uuid()
-        name = display_name or 'server'
-        if count > 1:
+        name = request.name or 'server'
+        if request.count > 1:
             name = '%s-%d' % (name, index + 1)
         # The image as it was at boot, for those who cannot ask the image service (the
         # scheduler's ImagePropertiesWeigher reads it back through Instance.image_meta).
@@ -177,10 +186,10 @@ class API:
             flavor=flavor, memory_mb=flavor.memory_mb, vcpus=flavor.vcpus,
             root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
             instance_type_id=flavor.id if flavor.obj_attr_is_set('id') else None,
-            image_ref=image.get('id'), os_type=image.get('properties', {}).get('os_type'),
+            image_ref=image.get('id'), os_type=(image.get('properties') or {}).get('os_type'),
             vm_state=instance_obj.BUILDING, task_state=instance_obj.SCHEDULING,
-            power_state=instance_obj.NOSTATE, availability_zone=availability_zone,
-            display_name=name, hostname=name, metadata={},
+            power_state=instance_obj.NOSTATE, availability_zone=request.availability_zone,
+            display_name=name, hostname=name, metadata=dict(request.metadata),
             system_metadata=system_metadata)
 
     # -- read ---------------------------------------------------------------------------

@@ -5,7 +5,13 @@ instance in the chosen host's cell, points its instance mapping there and casts
 ``build_and_run_instance`` to ``compute.<host>``. Instances that cannot be placed are "buried"
 in cell0 in ERROR with the reason as an instance fault. ``build_instances`` is the reschedule
 path: it pops the next alternate without calling the scheduler again.
+
+Both are casts any client on the bus can send, bypassing ``compute.api``'s validation: their
+arguments are checked first (``compute.validation``: types, and values against the columns
+they are written to). A refusal is logged with the request id; the builds it names, when it
+names them, end in ERROR with a fault naming the field, as a build that failed to schedule.
 """
+import contextlib
 import copy
 import logging
 import traceback
@@ -14,6 +20,7 @@ import oslo_messaging as messaging
 from oslo_utils import timeutils
 
 from minisched.compute import rpcapi as compute_rpcapi
+from minisched.compute import validation
 from minisched import context as ms_context
 from minisched.db.api import api as api_db
 from minisched import exception
@@ -23,6 +30,8 @@ from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action
 from minisched.objects import instance_fault
+from minisched.objects import instance_mapping as instance_mapping_obj
+from minisched.objects import request_spec as request_spec_obj
 from minisched import rpc
 from minisched.scheduler.client import query
 from minisched.scheduler import utils as scheduler_utils
@@ -50,12 +59,25 @@ class ComputeTaskManager:
     def schedule_and_build_instances(self, context, build_requests, request_specs, image,
                                      admin_password, injected_files, requested_networks,
                                      block_device_mapping, tags=None):
+        refusal = _refusal(validation.check_build_requests, build_requests)
+        if refusal:
+            _refused(context, 'schedule_and_build_instances', refusal)  # no build to clean up
+            return
+        started = timeutils.utcnow()
+        refusal = _refusal(validation.check_schedule_and_build, context, build_requests,
+                           request_specs, image)
+        if refusal:
+            # Cleaned up as a build that failed to schedule: ERROR in cell0, with the fault.
+            _refused(context, 'schedule_and_build_instances', refusal)
+            pending = self._still_pending(context, build_requests, [None] * len(build_requests))
+            self._bury_in_cell0(context, None, refusal, [pair[0] for pair in pending],
+                                started)
+            return
         pending = self._still_pending(context, build_requests, request_specs)
         if not pending:
             return
         build_requests, request_specs = (list(column) for column in zip(*pending))
         instance_uuids = [spec.instance_uuid for spec in request_specs]
-        started = timeutils.utcnow()
         try:
             host_lists = self._schedule_instances(context, request_specs[0], instance_uuids,
                                                   return_alternates=True)
@@ -77,6 +99,17 @@ class ComputeTaskManager:
                         block_device_mapping=None, legacy_bdm=True, request_spec=None,
                         host_lists=None):
         """Reschedule (``host_lists`` given: use the next alternate) or schedule afresh."""
+        refusal = _refusal(validation.check_instances, instances)
+        if refusal:
+            _refused(context, 'build_instances', refusal)  # no instance to put in ERROR
+            return
+        refusal = _refusal(validation.check_build_instances, context, instances, image,
+                           filter_properties, request_spec, host_lists)
+        if refusal:
+            _refused(context, 'build_instances', refusal)
+            for instance in instances:
+                self._set_error(context, instance, refusal, 'build_instances')
+            return
         filter_properties = dict(filter_properties or {})
         is_reschedule = host_lists is not None
         try:
@@ -267,7 +300,9 @@ class ComputeTaskManager:
                 return
         for build_request in build_requests or []:
             instance = build_request.instance
-            with ms_context.target_cell(context, cell0) as cctxt:
+            if not self._fit_for_record(context, build_request, instance):
+                continue
+            with ms_context.target_cell(validation.fit_context(context), cell0) as cctxt:
                 instance._context = cctxt
                 instance.vm_state = instance_obj.ERROR
                 instance.task_state = None
@@ -279,8 +314,33 @@ class ComputeTaskManager:
             if self._take(context, build_request, instance, cell0):
                 self._notify_error(context, instance.uuid, request_spec, exc)
 
+    def _fit_for_record(self, context, build_request, instance):
+        """Make ``instance``'s values fit their columns for its ERROR record; False (and the
+        build request dropped) when its uuid cannot be recorded at all."""
+        if not validation.recordable(instance):
+            LOG.error('Instance uuid %r cannot be recorded in a cell; dropping its build '
+                      'request.', instance.uuid)
+            self._forget(context, build_request)
+            return False
+        cut = validation.fit_instance(instance)
+        if cut:
+            LOG.warning('Recording instance %s in ERROR with %s cut to fit the database.',
+                        instance.uuid, ', '.join(cut))
+        return True
+
+    def _forget(self, context, build_request):
+        """Drop a build request, its instance mapping and its request spec."""
+        uuid = build_request.instance_uuid
+        with contextlib.suppress(exception.NotFound):
+            build_request.destroy()
+        with contextlib.suppress(exception.NotFound):
+            instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context, uuid).destroy()
+        with contextlib.suppress(exception.NotFound):
+            request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
+
     def _set_error(self, context, instance, exc, method):
         LOG.warning('Setting instance %s to ERROR state: %s', instance.uuid, _message(exc))
+        validation.fit_instance(instance)  # what the caller sent may not fit its columns
         try:
             instance.vm_state = instance_obj.ERROR
             instance.task_state = None
@@ -295,6 +355,23 @@ class ComputeTaskManager:
         payload = {'instance_id': instance_uuid, 'state': instance_obj.ERROR,
                    'method': 'build_instances', 'reason': _message(exc)}
         self.notifier.error(context, 'compute_task.build_instances', payload)
+
+
+def _refusal(check, *args):
+    """The ValidationError ``check(*args)`` raises, or None. (Logged out of its except
+    block, where oslo.log would append it to every line.)"""
+    try:
+        check(*args)
+    except exception.ValidationError as exc:
+        return exc
+    return None
+
+
+def _refused(context, method, exc):
+    """Log a refused message: its request id and the precise reason (a cast has no caller
+    to tell)."""
+    LOG.warning('Refused %s (request %s): %s', method, getattr(context, 'request_id', None),
+                _message(exc))
 
 
 def _has_cells(context):

@@ -1,11 +1,12 @@
 """compute.API.create against SQLite: what the instance record keeps of its image."""
-
+import sqlalchemy as sa
 
 from minisched.compute import api as compute_api
 from minisched import context
 from minisched import exception
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import instance as instance_obj
+from minisched.objects import instance_group as instance_group_obj
 from minisched.objects import request_spec as request_spec_obj
 from tests.unit import base, fakes, sqlite_databases
 
@@ -118,3 +119,82 @@ class TestCreateAsksForNUMAAndPCI(sqlite_databases.SqliteDatabases, base.TestCas
                                     image={'properties': props})
                 self.assertEqual([], build_request_obj.BuildRequestList.get_all(self.ctxt)
                                  .objects)
+
+
+class TestCreateValidatesBeforeWriting(sqlite_databases.SqliteDatabases, base.TestCase):
+    """A request Nova's API would refuse is refused with a ValidationError naming the field,
+    and not one row is written (issue 26: a 300-character name lost an accepted build)."""
+
+    def setUp(self):
+        super().setUp()
+        self.use_databases()
+        self.use_fake_transport()
+        self.ctxt = context.RequestContext(user_id='user1', project_id='project1',
+                                           is_admin=True)
+        self.api = compute_api.API(self.conf)
+        self.group = fakes.fake_group()
+        self.group._context = self.ctxt
+        instance_group_obj.InstanceGroup(
+            self.ctxt, uuid=self.group.uuid, name='g', policy='anti-affinity',
+            project_id='project1', user_id='user1').create()
+
+    def counts(self):
+        tables = {sa.engine.make_url(self.api_url): ('build_requests', 'request_specs',
+                                                     'instance_mappings',
+                                                     'instance_group_member'),
+                  sa.engine.make_url(self.main_url): ('instances',)}
+        counts = {}
+        for url, names in tables.items():
+            engine = sa.create_engine(url)
+            with engine.connect() as conn:
+                for name in names:
+                    counts[name] = conn.execute(sa.text('SELECT COUNT(*) FROM %s'
+                                                        % name)).scalar()
+            engine.dispose()
+        return counts
+
+    def test_refused_requests_write_nothing(self):
+        empty = self.counts()
+        self.assertEqual({0}, set(empty.values()))
+        for kwargs, field in (
+                ({'display_name': 'n' * 300}, 'name'),
+                ({'availability_zone': 'z' * 300}, 'availability_zone'),
+                ({'display_name': 'n' * 254, 'num_instances': 2}, 'name'),
+                ({'display_name': ' padded'}, 'name'),
+                ({'num_instances': 0}, 'num_instances'),
+                ({'num_instances': '2x'}, 'num_instances'),
+                ({'scheduler_hints': {'same_host': 'not-a-uuid'}}, 'scheduler_hints.same_host'),
+                ({'scheduler_hints': {'query': '{'}}, 'scheduler_hints.query'),
+                ({'scheduler_hints': {'build_near_host_ip': 'x'}},
+                 'scheduler_hints.build_near_host_ip'),
+                ({'metadata': {'k': 'v' * 256}}, 'metadata.k'),
+                ({'metadata': {'bad/key': 'v'}}, 'metadata'),
+                ({'image': {'id': 'x'}}, 'image.id'),
+                ({'image': {'properties': {'hw_cpu_cores': 'four'}}},
+                 'image.properties.hw_cpu_cores')):
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaises(exception.ValidationError) as raised:
+                    self.api.create(self.ctxt, fakes.fake_flavor(), group=self.group, **kwargs)
+                self.assertEqual(field, raised.exception.kwargs['field'])
+                self.assertEqual(empty, self.counts())
+
+    def test_an_identity_too_long_for_its_column_writes_nothing(self):
+        ctxt = context.RequestContext(user_id='user1', project_id='p' * 256, is_admin=True)
+        with self.assertRaises(exception.ValidationError) as raised:
+            self.api.create(ctxt, fakes.fake_flavor())
+        self.assertEqual('context.project_id', raised.exception.kwargs['field'])
+        self.assertEqual({0}, set(self.counts().values()))
+
+    def test_limits_are_inclusive_and_values_are_kept(self):
+        uuids_ = self.api.create(
+            self.ctxt, fakes.fake_flavor(), num_instances=2, display_name='n' * 253,
+            availability_zone='z' * 255, metadata={'k' * 255: 'v' * 255},
+            scheduler_hints={'different_host': uuids.other, 'query': {'and': []}})
+        instance = build_request_obj.BuildRequest.get_by_instance_uuid(self.ctxt,
+                                                                      uuids_[1]).instance
+        self.assertEqual(('n' * 253 + '-2', 'z' * 255, {'k' * 255: 'v' * 255}),
+                         (instance.display_name, instance.availability_zone,
+                          instance.metadata))
+        spec = request_spec_obj.RequestSpec.get_by_instance_uuid(self.ctxt, uuids_[0])
+        self.assertEqual({'different_host': [uuids.other], 'query': ['{"and": []}']},
+                         spec.scheduler_hints)

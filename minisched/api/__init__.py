@@ -1,0 +1,1 @@
+"""What nova-api decides at its edge, for minisched's callers (it has no REST API)."""

@@ -1,0 +1,174 @@
+"""The conductor's build casts from a client that bypassed compute.api (issue 26).
+
+A build whose values do not fit their columns ends in ERROR in cell0 with a fault naming the
+field, its build request gone, the scheduler never asked; arguments of the wrong type are
+logged with the request id and dropped. SQLite keeps over-long strings, so these tests
+check what is written, not that the database refused it (see the functional tests).
+"""
+from unittest import mock
+import warnings
+
+from minisched.conductor import compute_task
+from minisched import context
+from minisched import exception
+from minisched.objects import build_request as build_request_obj
+from minisched.objects import instance as instance_obj
+from minisched.objects import instance_action
+from minisched.objects import instance_fault
+from minisched.objects import instance_mapping as instance_mapping_obj
+from minisched.objects import request_spec as request_spec_obj
+from tests.unit import base, fakes, sqlite_databases
+
+uuids = base.uuids
+
+
+class ComputeTaskTestCase(sqlite_databases.SqliteDatabases, base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.use_databases()
+        self.use_fake_transport()
+        self.ctxt = context.RequestContext(user_id='u', project_id='p', is_admin=True)
+        self.manager = compute_task.ComputeTaskManager(self.conf, 'conductor1')
+        self.select = mock.patch.object(self.manager.query_client, 'select_destinations',
+                                        side_effect=AssertionError('scheduler asked')).start()
+        self.addCleanup(mock.patch.stopall)
+
+    def write_build(self, **instance_values):
+        """What a client of its own writes before casting: build request, spec, mapping."""
+        values = dict(uuid=uuids.instance, project_id='p', user_id='u', display_name='web',
+                      hostname='web', vm_state=instance_obj.BUILDING,
+                      task_state=instance_obj.SCHEDULING, flavor=fakes.fake_flavor(),
+                      metadata={}, system_metadata={})
+        values.update(instance_values)
+        instance = instance_obj.Instance(self.ctxt, **values)
+        spec = request_spec_obj.RequestSpec(
+            self.ctxt, instance_uuid=instance.uuid, flavor=fakes.fake_flavor(),
+            availability_zone=instance.availability_zone if 'availability_zone' in instance
+            else None, project_id='p', user_id='u', scheduler_hints={}, num_instances=1)
+        spec.create()
+        build_request = build_request_obj.BuildRequest(
+            self.ctxt, instance_uuid=instance.uuid, project_id='p', instance=instance)
+        build_request.create()
+        instance_mapping_obj.InstanceMapping(self.ctxt, instance_uuid=instance.uuid,
+                                             project_id='p', user_id='u',
+                                             cell_mapping=None).create()
+        return build_request, spec
+
+    def schedule_and_build(self, build_requests, request_specs, image=None):
+        with self.assertLogs(compute_task.LOG, 'WARNING') as logs:
+            self.manager.schedule_and_build_instances(
+                self.ctxt, build_requests, request_specs, image or {}, admin_password=None,
+                injected_files=[], requested_networks=None, block_device_mapping=[])
+        return '\n'.join(logs.output)
+
+    def fault(self, uuid=uuids.instance):
+        fault, = instance_fault.InstanceFaultList.get_by_instance_uuids(self.ctxt, [uuid])
+        return fault
+
+
+class TestScheduleAndBuildRefusals(ComputeTaskTestCase):
+
+    def assertBuriedNaming(self, field):
+        instance = instance_obj.Instance.get_by_uuid(self.ctxt, uuids.instance)
+        self.assertEqual((instance_obj.ERROR, None), (instance.vm_state, instance.task_state))
+        fault = self.fault()
+        self.assertEqual(400, fault.code)
+        self.assertTrue(fault.message.startswith('Invalid input for field/attribute %s.'
+                                                 % field), fault.message)
+        self.assertEqual([], build_request_obj.BuildRequestList.get_all(self.ctxt).objects)
+        self.assertFalse(self.select.called)
+        return instance
+
+    def test_a_300_character_name_ends_in_error_naming_the_field(self):
+        build_request, spec = self.write_build(display_name='n' * 300)
+        log = self.schedule_and_build([build_request], [spec])
+        self.assertIn('Refused schedule_and_build_instances (request %s)'
+                      % self.ctxt.request_id, log)
+        self.assertIn('display_name cut to fit', log)
+        instance = self.assertBuriedNaming('display_name')
+        self.assertEqual('n' * 255, instance.display_name)  # cut, so that cell0 holds it
+        self.assertIn('300 characters long, more than the 255 of column '
+                      'instances.display_name', self.fault().message)
+
+    def test_a_300_character_zone_ends_in_error_naming_the_field(self):
+        build_request, spec = self.write_build(availability_zone='z' * 300)
+        self.schedule_and_build([build_request], [spec])
+        self.assertEqual('z' * 255,
+                         self.assertBuriedNaming('availability_zone').availability_zone)
+
+    def test_a_spec_zone_too_long_ends_in_error(self):
+        build_request, spec = self.write_build()
+        spec.availability_zone = 'z' * 300
+        self.schedule_and_build([build_request], [spec])
+        self.assertBuriedNaming('request_spec.availability_zone')
+
+    def test_specs_of_the_wrong_type_end_in_error(self):
+        build_request, _spec = self.write_build()
+        for specs in ('garbage', [{'flavor': 1}]):
+            with self.subTest(specs=specs):
+                self.schedule_and_build([build_request], specs)
+        self.assertBuriedNaming('request_specs')
+
+    def test_build_requests_of_the_wrong_type_are_logged_and_dropped(self):
+        self.write_build()
+        for build_requests in ('garbage', [{'instance_uuid': uuids.instance}], None):
+            with self.subTest(build_requests=build_requests):
+                log = self.schedule_and_build(build_requests, [])
+                self.assertIn('Refused schedule_and_build_instances', log)
+                self.assertIn('field/attribute build_requests', log)
+        self.assertEqual(1, len(build_request_obj.BuildRequestList.get_all(self.ctxt)))
+
+    def test_an_instance_whose_uuid_no_cell_holds_is_dropped_with_its_rows(self):
+        build_request, spec = self.write_build(display_name='n' * 300)
+        with warnings.catch_warnings():  # oslo.versionedobjects warns of a non-UUID uuid
+            warnings.simplefilter('ignore', FutureWarning)
+            build_request.instance.uuid = 'u' * 40
+        log = self.schedule_and_build([build_request], [spec])
+        self.assertIn('ERROR:%s:Instance uuid %r cannot be recorded in a cell'
+                      % (compute_task.LOG.name, 'u' * 40), log)
+        self.assertEqual([], build_request_obj.BuildRequestList.get_all(self.ctxt).objects)
+        self.assertRaises(exception.InstanceMappingNotFound,
+                          instance_mapping_obj.InstanceMapping.get_by_instance_uuid,
+                          self.ctxt, uuids.instance)
+        self.assertRaises(exception.RequestSpecNotFound,
+                          request_spec_obj.RequestSpec.get_by_instance_uuid, self.ctxt,
+                          uuids.instance)
+
+    def test_a_context_too_long_for_the_action_record_is_cut_for_it(self):
+        build_request, spec = self.write_build(display_name='n' * 300)
+        self.ctxt.request_id = 'req-' + 'r' * 300
+        self.schedule_and_build([build_request], [spec])
+        self.assertBuriedNaming('context.request_id')
+        action, = instance_action.InstanceActionList.get_by_instance_uuid(self.ctxt,
+                                                                          uuids.instance)
+        self.assertEqual(('create', self.ctxt.request_id[:255]),
+                         (action.action, action.request_id))
+
+
+class TestBuildInstancesRefusals(ComputeTaskTestCase):
+
+    def test_an_instance_too_long_for_its_columns_is_set_to_error(self):
+        instance = instance_obj.Instance(self.ctxt, uuid=uuids.instance, project_id='p',
+                                         user_id='u', display_name='web',
+                                         vm_state=instance_obj.BUILDING, metadata={},
+                                         system_metadata={}, flavor=fakes.fake_flavor())
+        instance.create()
+        instance.display_name = 'n' * 300
+        with self.assertLogs(compute_task.LOG, 'WARNING') as logs:
+            self.manager.build_instances(
+                self.ctxt, [instance], {}, {}, None, [], None, [],
+                request_spec=request_spec_obj.RequestSpec(), host_lists=None)
+        self.assertIn('Refused build_instances', '\n'.join(logs.output))
+        stored = instance_obj.Instance.get_by_uuid(self.ctxt, uuids.instance)
+        self.assertEqual((instance_obj.ERROR, 'n' * 255), (stored.vm_state, stored.display_name))
+        self.assertTrue(self.fault().message.startswith(
+            'Invalid input for field/attribute display_name.'))
+
+    def test_instances_of_the_wrong_type_are_logged_and_dropped(self):
+        for instances in ('garbage', [], [{'uuid': uuids.instance}]):
+            with self.subTest(instances=instances):
+                with self.assertLogs(compute_task.LOG, 'WARNING') as logs:
+                    self.manager.build_instances(self.ctxt, instances, {}, {}, None, [], None,
+                                                 [], request_spec=None, host_lists=None)
+                self.assertIn('field/attribute instances', '\n'.join(logs.output))
