@@ -1,5 +1,6 @@
 """Command-line and config-file parsing shared by every minisched command."""
 import re
+import ssl
 import sys
 
 from oslo_config import cfg
@@ -38,7 +39,8 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     """Parse ``argv`` into CONF, validate every value, then set up RPC.
 
     A bad value or a missing required option exits with status 1 and one line naming the
-    option, before any service starts.
+    option, before any service starts; so does a TLS file of ``[oslo_messaging_rabbit]``
+    that cannot be used (see :func:`tls_file_problems`).
     """
     register_log_opts(CONF)
     rpc.set_defaults()
@@ -54,6 +56,8 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
         except rpc.TransportURLError as exc:
             fail(prog, str(exc))
     check_values(CONF, prog)
+    for problem in tls_file_problems(CONF):
+        fail(prog, problem)
 
 
 def fail(prog, message):
@@ -86,3 +90,50 @@ def _first_line(exc):
     # oslo.config says "from LocationInfo(location=..., detail='/etc/x.conf')": name the file.
     return re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)", r'in \1',
                   exception.first_line(exc))
+
+
+def tls_file_problems(conf):
+    """``['<option> <path>: <why>']`` for each TLS file of ``[oslo_messaging_rabbit]`` that
+    is set while ``ssl`` is on but cannot be used: missing, unreadable, or not in a form
+    OpenSSL loads (a CA file that holds no certificate, a certificate without its key...).
+    Empty when ``ssl`` is off or the rabbit driver's options are not registered.
+
+    oslo.messaging opens these files only when it connects, and retries that for ever with
+    ``[Errno 2] No such file or directory`` and no file name."""
+    try:
+        rabbit = conf.oslo_messaging_rabbit
+        if not rabbit.ssl:
+            return []
+        paths = {name: rabbit[name] for name in rpc.TLS_FILE_OPTIONS}
+    except (cfg.NoSuchOptError, AttributeError):
+        return []
+    problems = []
+    for name, path in paths.items():
+        if not path:
+            continue
+        try:
+            with open(path, 'rb'):
+                pass
+        except OSError as exc:
+            problems.append('[oslo_messaging_rabbit] %s %s: %s'
+                            % (name, path, exc.strerror or exc))
+    if problems:
+        return problems
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if paths['ssl_ca_file']:
+        try:
+            context.load_verify_locations(cafile=paths['ssl_ca_file'])
+        except (ssl.SSLError, ValueError) as exc:
+            problems.append('[oslo_messaging_rabbit] ssl_ca_file %s: no CA certificate '
+                            'loads from it: %s' % (paths['ssl_ca_file'], exc))
+    if paths['ssl_cert_file']:
+        try:
+            # A key that needs a passphrase fails here instead of prompting for one.
+            context.load_cert_chain(paths['ssl_cert_file'], paths['ssl_key_file'] or None,
+                                    password=lambda: b'')
+        except (ssl.SSLError, ValueError) as exc:
+            problems.append('[oslo_messaging_rabbit] ssl_cert_file %s with ssl_key_file %s: '
+                            'the certificate and its key do not load: %s'
+                            % (paths['ssl_cert_file'], paths['ssl_key_file'] or '(unset)',
+                               exc))
+    return problems

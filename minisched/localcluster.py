@@ -4,6 +4,11 @@ With a reachable RabbitMQ (probed with pika) the conductor, the scheduler and N 
 computes of mixed sizes run as real child processes on it; without one, everything runs in
 this one process on oslo.messaging's in-memory ``fake://`` transport. The databases are the
 embedded SQLite default under the state directory in both cases.
+
+The config holds the broker's password, so the state directory is made 0700 and every file
+written into it 0600, from their creation (``os.open`` with the mode: no moment when another
+user could read them). An existing directory or file with looser permissions is tightened,
+with a one-line note.
 """
 import json
 import os
@@ -18,6 +23,9 @@ COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
 #: Flavors the demo boots, cycled: (name, memory_mb, vcpus, root_gb).
 DEMO_FLAVORS = (('m1.small', 2048, 1, 20), ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80))
 SERVICES_FILE = 'cluster.json'
+#: Permissions of the state directory and of the files written into it.
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 
 def probe_rabbit(url, timeout=2.0):
@@ -59,8 +67,37 @@ class LocalCluster:
     def compute_names(self):
         return ['compute%d' % (i + 1) for i in range(self.computes)]
 
+    def make_state_dir(self):
+        """Create the state directory 0700 (its parents as usual), or tighten it."""
+        os.makedirs(self.state_dir, mode=PRIVATE_DIR_MODE, exist_ok=True)
+        mode = os.stat(self.state_dir).st_mode & 0o777
+        if mode & ~PRIVATE_DIR_MODE:
+            os.chmod(self.state_dir, PRIVATE_DIR_MODE)
+            self._tightened(self.state_dir, mode, PRIVATE_DIR_MODE)
+
+    def open_private(self, path, mode='w'):
+        """``open(path, mode)`` for a file of the state directory, created 0600; an existing
+        file readable by others is tightened before anything is written to it."""
+        handle = open(path, mode, opener=_private_opener)
+        try:
+            current = os.fstat(handle.fileno()).st_mode & 0o777
+            if current & ~PRIVATE_FILE_MODE:
+                os.fchmod(handle.fileno(), PRIVATE_FILE_MODE)
+                self._tightened(path, current, PRIVATE_FILE_MODE)
+        except BaseException:
+            handle.close()
+            raise
+        return handle
+
+    def _tightened(self, path, old, new):
+        self.say('Tightened the permissions of %s from %04o to %04o (the cluster config holds '
+                 'the broker password).' % (path, old, new))
+
     def write_config(self, fake=False):
-        os.makedirs(self.state_dir, exist_ok=True)
+        """Write the shared config and one per compute. ``fake``: the in-memory transport,
+        the computes' sizes in ``[fake_driver] host_sizes`` (all services run in this
+        process) and their log in ``services.log``, apart from this command's output."""
+        self.make_state_dir()
         lines = [
             '[DEFAULT]',
             'state_path = %s' % self.state_dir,
@@ -76,6 +113,11 @@ class LocalCluster:
             'workers = 1',
             'discover_hosts_in_cells_interval = -1',
         ]
+        if fake:
+            lines.insert(1, 'log_file = %s' % os.path.join(self.state_dir, 'services.log'))
+            sizes = ','.join('%s:%d/%d/%d' % (name, *size) for name, size in zip(
+                self.compute_names(), _cycle(COMPUTE_SIZES, self.computes)))
+            lines += ['[fake_driver]', 'host_sizes = %s' % sizes]
         self._write(self.config_file, lines)
         for name, (vcpus, memory_mb, local_gb) in zip(self.compute_names(),
                                                       _cycle(COMPUTE_SIZES, self.computes)):
@@ -86,9 +128,8 @@ class LocalCluster:
     def compute_config(self, name):
         return os.path.join(self.state_dir, '%s.conf' % name)
 
-    @staticmethod
-    def _write(path, lines):
-        with open(path, 'w') as handle:
+    def _write(self, path, lines):
+        with self.open_private(path) as handle:
             handle.write('\n'.join(lines) + '\n')
 
     def manage(self, *args, check=True):
@@ -109,7 +150,7 @@ class LocalCluster:
     # -- processes ------------------------------------------------------------------------
 
     def _spawn(self, name, binary, extra_config=None):
-        log = open(os.path.join(self.state_dir, '%s.log' % name), 'ab')
+        log = self.open_private(os.path.join(self.state_dir, '%s.log' % name), 'ab')
         cmd = [sys.executable, '-m', 'minisched.cmd.%s' % binary, '--config-file',
                self.config_file]
         if extra_config:
@@ -125,7 +166,7 @@ class LocalCluster:
         self._save_pids()
 
     def _save_pids(self):
-        with open(os.path.join(self.state_dir, SERVICES_FILE), 'w') as handle:
+        with self.open_private(os.path.join(self.state_dir, SERVICES_FILE)) as handle:
             json.dump({name: proc.pid for name, proc in self.procs.items()}, handle)
 
     def wait_until_up(self, timeout=90):
@@ -194,6 +235,10 @@ class LocalCluster:
             return {}
         with open(path) as handle:
             return json.load(handle)
+
+
+def _private_opener(path, flags):
+    return os.open(path, flags, PRIVATE_FILE_MODE)
 
 
 def _alive(pid):

@@ -88,19 +88,8 @@ def _setup_process_config(cluster):
 
 
 def _start(cluster, fake):
+    # In-process (fake) services log to a file, so their lines do not interleave with ours.
     cluster.write_config(fake=fake)
-    if fake:
-        sizes = ','.join('%s:%d/%d/%d' % (name, *size) for name, size in zip(
-            cluster.compute_names(), localcluster._cycle(localcluster.COMPUTE_SIZES,
-                                                         cluster.computes)))
-        with open(cluster.config_file, 'a') as handle:
-            handle.write('[fake_driver]\nhost_sizes = %s\n' % sizes)
-        with open(cluster.config_file) as handle:
-            text = handle.read()
-        # In-process services log to a file, so their lines do not interleave with ours.
-        with open(cluster.config_file, 'w') as handle:
-            handle.write(text.replace('[DEFAULT]\n', '[DEFAULT]\nlog_file = %s\n' % (
-                os.path.join(cluster.state_dir, 'services.log')), 1))
     cluster.prepare_databases()
     conf = _setup_process_config(cluster)
     cluster.say('Starting conductor, scheduler and %d compute(s)...' % cluster.computes)

@@ -1,5 +1,7 @@
 """Start-up sequence shared by the service commands (Nova's cmd/common.py + config.py)."""
+import signal
 import sys
+import time
 
 from oslo_log import log as logging
 from oslo_reports import guru_meditation_report as gmr
@@ -28,30 +30,33 @@ def setup_service(argv=None):
     return CONF
 
 
-def check_database(prog, database='main'):
-    """Exit with one line on stderr (as for a bad option) when a configured database URL is
-    one SQLAlchemy cannot use, or when the database this service registers in has no
-    minisched schema or an older one than this code's: its workers would otherwise fail at
-    start and be started again, forever. A database that does not answer is left to the
-    service's own start-up (it may come back); a newer schema is logged and accepted."""
-    from sqlalchemy import exc as sa_exc
-    from oslo_db import exception as db_exc
+#: Seconds between two attempts to reach the database at start-up: the first pause, and
+#: the most it grows to (doubling after each failed attempt).
+DB_RETRY_FIRST_SECONDS = 1
+DB_RETRY_MAX_SECONDS = 30
 
-    from minisched.db import revisions
+
+def check_database(prog, database='main'):
+    """Wait for the database this service registers in, then check its schema.
+
+    Exits with one line on stderr (as for a bad option) on what only the operator can fix:
+    a configured URL SQLAlchemy cannot use (see ``engines.url_problem``), a database with no
+    minisched schema or an older one than this code's. Its workers would otherwise fail at
+    start and be started again, forever. A newer schema is logged and accepted.
+
+    A database that does not answer (server down, refused, unknown host, login refused...)
+    is waited for: one WARNING per attempt naming it (password masked) and the error, the
+    pause doubling from DB_RETRY_FIRST_SECONDS to DB_RETRY_MAX_SECONDS. The launcher runs
+    this before it forks, so with several workers only it waits. SIGTERM or SIGINT while it
+    waits ends the process at once with status 0.
+    """
     from minisched.objects import cell_mapping
     for problem in engines.configured_url_problems():
         config.fail(prog, problem)
     url = engines.configured_url(database)
-    try:
-        current, head, known = revisions.status(engines.engine_for_url(url, database), database)
-    except (db_exc.DBError, sa_exc.SQLAlchemyError) as exc:
-        LOG.warning('Could not read the schema revision of %s: %s', cell_mapping.mask_url(url),
-                    exception.first_line(exc))
-        return
-    finally:
-        engines.dispose_all()  # no connection of this process's to hand down to its workers
-    sync = 'minisched-manage %s sync' % ('db' if database == 'main' else 'api_db')
     where = '%s %s' % (engines.OPTIONS[database], cell_mapping.mask_url(url))
+    current, head, known = _wait_for_revision(url, database, where)
+    sync = 'minisched-manage %s sync' % ('db' if database == 'main' else 'api_db')
     if current is None:
         problem = '%s has no minisched schema: run \'%s\' first' % (where, sync)
     elif not known:
@@ -64,6 +69,62 @@ def check_database(prog, database='main'):
     else:
         return
     config.fail(prog, problem)
+
+
+class _StopWaiting(SystemExit):
+    """SIGTERM or SIGINT arrived while waiting for the database.
+
+    A SystemExit, so that no ``except Exception`` of the database libraries on the way
+    swallows it, and eventlet's hub hands it on to the waiting code."""
+
+
+def _stop_waiting(signum, frame):
+    raise _StopWaiting(signum)
+
+
+def _read_revision(url, database):
+    """``revisions.status`` of the database at ``url``; an error of the database libraries
+    (unreachable, refused, timed out...) is returned, not raised."""
+    from oslo_db import exception as db_exc
+    from sqlalchemy import exc as sa_exc
+
+    from minisched.db import revisions
+    try:
+        engine = engines.startup_engine(url, database)
+        try:
+            return revisions.status(engine, database), None
+        finally:
+            engine.dispose()
+    except (db_exc.DBError, sa_exc.SQLAlchemyError, OSError) as exc:
+        return None, exc
+
+
+def _wait_for_revision(url, database, where):
+    """``(current, head, known)`` of the database at ``url``, once it answers."""
+    status, error = _read_revision(url, database)
+    if error is None:
+        return status
+    handlers = {signum: signal.signal(signum, _stop_waiting)
+                for signum in (signal.SIGTERM, signal.SIGINT)}
+    started = time.monotonic()
+    attempt, pause = 1, DB_RETRY_FIRST_SECONDS
+    try:
+        while error is not None:
+            # Logged outside any except block: oslo.log would append the whole error again.
+            LOG.warning('Waiting for the database: %s did not answer (attempt %d): %s; '
+                        'retrying in %d s', where, attempt, exception.first_line(error), pause)
+            time.sleep(pause)
+            attempt, pause = attempt + 1, min(pause * 2, DB_RETRY_MAX_SECONDS)
+            status, error = _read_revision(url, database)
+    except _StopWaiting as stop:
+        LOG.info('Stopping on signal %d while waiting for the database.', stop.code)
+        sys.exit(0)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    LOG.info('%s answered after %d attempts (%.0f s); starting.', where, attempt,
+             time.monotonic() - started)
+    return status
 
 
 def block_db_access(binary):

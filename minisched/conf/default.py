@@ -68,6 +68,24 @@ them. The call-monitor heartbeat (``rpc_response_timeout``) still detects a
 dead server early.
 
 Related options: ``rpc_response_timeout``"""),
+    cfg.IntOpt('rpc_max_message_size_mb', default=16, min=0, help="""
+Largest RPC message, in MiB, that a service accepts from the message bus.
+
+A request or cast larger than this, measured as it arrives from the broker
+and before it is decoded, is dropped: the service logs a WARNING with its
+size and this limit, and acknowledges it so that the broker does not
+deliver it again. Decoding a message of tens of MiB costs a worker several
+times that in memory. Replies to the service's own calls are not limited.
+minisched's largest messages (a compute's list of its instances, about 1
+to 8 KiB per instance) stay far below the default.
+
+Possible values:
+
+* 0: no limit
+* A positive integer: the limit in MiB (1 MiB = 1,048,576 bytes). The
+  sender of a larger call gets no reply and times out.
+
+Related options: ``rpc_response_timeout``"""),
 ]
 
 

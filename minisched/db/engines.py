@@ -14,6 +14,8 @@ Decisions:
   ``[api_database]`` for the API database). SQLite gets foreign keys enforced, like the servers.
 * ``block_db_access(binary)`` makes every later engine request raise ``DBNotAllowed``; the first
   offending call stack is logged. Computes use it: they reach the database through the conductor.
+* ``startup_engine(url)`` is a throwaway engine for the services' start-up check of their
+  database (``minisched.cmd.common.check_database``), which waits and logs on its own.
 * ``dispose_all()`` drops every cached engine; in a forked child it leaves the parent's sockets
   open (only the pool bookkeeping is reset).
 """
@@ -157,6 +159,16 @@ def engine_for_url(url, database=MAIN):
                 _harden_sqlite(engine)
             cached = _engines[url] = (engine, os.getpid())
     return cached[0]
+
+
+def startup_engine(url, database=MAIN):
+    """A fresh engine of ``url`` with ``database``'s options, for a start-up check: not
+    cached, and without oslo.db's connection test at creation (``max_retries`` times,
+    ``retry_interval`` apart, each with a line of its own), so that the caller alone decides
+    how long to wait and what to log. The caller disposes of it."""
+    check_allowed()
+    return oslo_engines.create_engine(url, **dict(_engine_options(url, database),
+                                                  max_retries=0))
 
 
 #: Idle SQLite connections kept per engine (and how many more may be open at once).

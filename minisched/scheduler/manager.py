@@ -11,6 +11,7 @@ from minisched import exception
 from minisched import manager
 from minisched import rpc
 from minisched.objects import host_mapping as host_mapping_obj
+from minisched.objects import instance as instance_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler import plugins
 
@@ -135,13 +136,14 @@ class SchedulerManager(manager.Manager):
     def delete_aggregate(self, ctxt, aggregate):
         self.driver.host_manager.delete_aggregate(aggregate)
 
-    def update_instance_info(self, context, host_name, instance_info):
+    def update_instance_info(self, context, host_name: str,
+                             instance_info: instance_obj.InstanceList):
         self.driver.host_manager.update_instance_info(context, host_name, instance_info)
 
-    def delete_instance_info(self, context, host_name, instance_uuid):
+    def delete_instance_info(self, context, host_name: str, instance_uuid: str):
         self.driver.host_manager.delete_instance_info(context, host_name, instance_uuid)
 
-    def sync_instance_info(self, context, host_name, instance_uuids):
+    def sync_instance_info(self, context, host_name: str, instance_uuids: list):
         self.driver.host_manager.sync_instance_info(context, host_name, instance_uuids)
 
 

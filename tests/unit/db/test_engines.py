@@ -178,3 +178,23 @@ def test_configured_url_problems_name_the_option(tmp_path):
             "sqlalchemy.dialects:nosuchdb"]
     finally:
         conf.clear_override('connection', group='api_database')
+
+
+def test_startup_engine_is_not_cached_and_skips_oslo_db_connection_test(tmp_path, monkeypatch):
+    engines.configure(make_conf(tmp_path))
+    url = engines.configured_url('main')
+    seen = {}
+    real = engines.oslo_engines.create_engine
+
+    def create_engine(sql_connection, **options):
+        seen.update(options)
+        return real(sql_connection, **options)
+    monkeypatch.setattr(engines.oslo_engines, 'create_engine', create_engine)
+    engine = engines.startup_engine(url)
+    try:
+        assert seen['max_retries'] == 0  # no oslo.db retries, nor its lines: the caller waits
+        assert engines._engines == {}
+        with engine.connect() as conn:
+            assert conn.execute(sa.text('SELECT 1')).scalar() == 1
+    finally:
+        engine.dispose()

@@ -1,0 +1,92 @@
+"""minisched.localcluster: what minisched-cluster writes is private from its creation."""
+import io
+import os
+import stat
+
+import pytest
+
+from minisched import localcluster
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def _cluster(tmp_path, **kwargs):
+    out = io.StringIO()
+    cluster = localcluster.LocalCluster(str(tmp_path / 'state'), computes=2, out=out,
+                                        transport_url='rabbit://u:secret@127.0.0.1:5672/',
+                                        **kwargs)
+    return cluster, out
+
+
+def test_config_files_and_state_dir_are_private_from_their_creation(tmp_path, umask_022,
+                                                                     monkeypatch):
+    created = {}
+    real_open = os.open
+
+    def recording_open(path, flags, mode=0o777, **kwargs):
+        if flags & os.O_CREAT:
+            created[os.path.basename(path)] = mode
+        return real_open(path, flags, mode, **kwargs)
+    monkeypatch.setattr(localcluster.os, 'open', recording_open)
+    cluster, out = _cluster(tmp_path)
+    cluster.write_config()
+    assert _mode(cluster.state_dir) == 0o700
+    names = ['minisched.conf', 'compute1.conf', 'compute2.conf']
+    assert sorted(os.listdir(cluster.state_dir)) == sorted(names)
+    for name in names:
+        assert _mode(os.path.join(cluster.state_dir, name)) == 0o600, name
+        assert created[name] == 0o600, name  # never another mode, not even for a moment
+    with open(cluster.config_file) as f:
+        assert 'transport_url = rabbit://u:secret@127.0.0.1:5672/' in f.read()
+    assert out.getvalue() == ''
+
+
+def test_looser_existing_dir_and_files_are_tightened_with_a_note(tmp_path, umask_022):
+    cluster, out = _cluster(tmp_path)
+    os.makedirs(cluster.state_dir, mode=0o755)
+    os.chmod(cluster.state_dir, 0o755)
+    with open(cluster.config_file, 'w') as f:
+        f.write('old\n')
+    os.chmod(cluster.config_file, 0o644)
+    cluster.write_config()
+    assert _mode(cluster.state_dir) == 0o700
+    assert _mode(cluster.config_file) == 0o600
+    assert out.getvalue().splitlines() == [
+        'Tightened the permissions of %s from %04o to %04o (the cluster config holds the '
+        'broker password).' % (path, old, new)
+        for path, old, new in ((cluster.state_dir, 0o755, 0o700),
+                               (cluster.config_file, 0o644, 0o600))]
+    cluster.write_config()  # nothing left to tighten: no note
+    assert len(out.getvalue().splitlines()) == 2
+
+
+def test_logs_and_pid_file_are_private_too(tmp_path, umask_022):
+    cluster, _out = _cluster(tmp_path)
+    cluster.make_state_dir()
+    with cluster.open_private(os.path.join(cluster.state_dir, 'x.log'), 'ab') as handle:
+        handle.write(b'line\n')
+    cluster._save_pids()
+    assert _mode(os.path.join(cluster.state_dir, 'x.log')) == 0o600
+    assert _mode(os.path.join(cluster.state_dir, localcluster.SERVICES_FILE)) == 0o600
+
+
+def test_the_in_process_config_logs_to_a_file_and_sizes_the_computes(tmp_path):
+    cluster, _out = _cluster(tmp_path)
+    cluster.write_config(fake=True)
+    with open(cluster.config_file) as f:
+        lines = f.read().splitlines()
+    assert lines[:3] == ['[DEFAULT]', 'log_file = %s' % os.path.join(cluster.state_dir,
+                                                                     'services.log'),
+                         'state_path = %s' % cluster.state_dir]
+    assert 'transport_url = fake://' in lines
+    assert lines[-2:] == ['[fake_driver]',
+                          'host_sizes = compute1:4/8192/100,compute2:8/16384/200']
