@@ -9,6 +9,7 @@ from oslo_log import log as logging
 from minisched import conf as ms_conf
 from minisched import exception
 from minisched import rpc
+from minisched import rpc_incoming
 from minisched import version
 
 CONF = ms_conf.CONF
@@ -104,7 +105,7 @@ def tls_file_problems(conf):
         rabbit = conf.oslo_messaging_rabbit
         if not rabbit.ssl:
             return []
-        paths = {name: rabbit[name] for name in rpc.TLS_FILE_OPTIONS}
+        paths = {name: rabbit[name] for name in rpc_incoming.TLS_FILE_OPTIONS}
     except (cfg.NoSuchOptError, AttributeError):
         return []
     problems = []

@@ -1,4 +1,4 @@
-"""minisched.rpc, incoming side: the rate-limited log, the rabbit driver's size and decoding
+"""minisched.rpc_incoming: the rate-limited log, the rabbit driver's size and decoding
 checks, and TLS files named in the driver's connection errors."""
 import json
 import logging
@@ -11,6 +11,7 @@ from oslo_config import cfg
 from oslo_messaging._drivers import impl_rabbit
 
 from minisched import rpc
+from minisched import rpc_incoming
 
 LOG = logging.getLogger('test.limiter')
 
@@ -28,7 +29,7 @@ def limiter():
     """A LogLimiter with a 60 s interval, a hand-moved clock and timers kept in ``timers``."""
     clock = _Clock()
     timers = []
-    made = rpc.LogLimiter(LOG, 60.0, clock=clock,
+    made = rpc_incoming.LogLimiter(LOG, 60.0, clock=clock,
                           start_timer=lambda delay, flush: timers.append((delay, flush)))
     made.clock, made.timers = clock, timers
     return made
@@ -71,7 +72,7 @@ def test_limiter_logs_in_full_again_after_a_quiet_interval(limiter, caplog):
 
 
 def test_limiter_keeps_a_bounded_number_of_kinds(limiter, monkeypatch):
-    monkeypatch.setattr(rpc.LogLimiter, 'MAX_KINDS', 3)
+    monkeypatch.setattr(rpc_incoming.LogLimiter, 'MAX_KINDS', 3)
     for key in range(10):
         limiter.log(key, logging.WARNING, 'x', 'line')
     assert len(limiter._kinds) <= 3
@@ -98,10 +99,11 @@ def _delivery(body, content_type='application/json'):
 def consumer(monkeypatch):
     """A stand-in of impl_rabbit.Consumer for ``_checked_callback``: ``received`` is what
     oslo.messaging's listener would get."""
-    rpc._guard_rabbit_consumers()
-    monkeypatch.setattr(rpc, 'INCOMING_LOG', rpc.LogLimiter(rpc.LOG, 60.0))
-    monkeypatch.setitem(rpc._incoming, 'max_bytes', 1000)
-    monkeypatch.setitem(rpc._incoming, 'max_mb', 0)
+    rpc_incoming._guard_rabbit_consumers()
+    monkeypatch.setattr(rpc_incoming, 'INCOMING_LOG',
+                        rpc_incoming.LogLimiter(rpc_incoming.LOG, 60.0))
+    monkeypatch.setitem(rpc_incoming._incoming, 'max_bytes', 1000)
+    monkeypatch.setitem(rpc_incoming._incoming, 'max_mb', 0)
     received = []
     return types.SimpleNamespace(queue_name='scheduler', rabbit_stream_fanout=False,
                                  queue=types.SimpleNamespace(channel=None),
@@ -109,16 +111,16 @@ def consumer(monkeypatch):
 
 
 def test_the_driver_uses_the_checks_once_installed():
-    rpc._guard_rabbit_consumers()
-    rpc._guard_rabbit_consumers()  # idempotent
-    assert impl_rabbit.Consumer._callback is rpc._checked_callback
-    assert impl_rabbit.RabbitMessage is rpc._CheckedRabbitMessage
-    assert rpc._original_callback is not rpc._checked_callback
+    rpc_incoming._guard_rabbit_consumers()
+    rpc_incoming._guard_rabbit_consumers()  # idempotent
+    assert impl_rabbit.Consumer._callback is rpc_incoming._checked_callback
+    assert impl_rabbit.RabbitMessage is rpc_incoming._CheckedRabbitMessage
+    assert rpc_incoming._original_callback is not rpc_incoming._checked_callback
 
 
 def test_a_valid_message_reaches_the_listener(consumer):
     delivery = _delivery(_envelope({'method': 'm', 'args': {}}))
-    rpc._checked_callback(consumer, delivery)
+    rpc_incoming._checked_callback(consumer, delivery)
     assert consumer.received == [{'method': 'm', 'args': {}}]
     assert consumer.received[0].size == len(delivery.body)
     delivery.channel.basic_ack.assert_not_called()  # acknowledged later, by the server
@@ -128,7 +130,7 @@ def test_a_message_over_the_limit_is_acked_and_logged_without_decoding(consumer,
     delivery = _delivery(b'{"x": "' + b'y' * 2000 + b'"}')
     with mock.patch.object(kombu_message.Message, 'payload', new_callable=mock.PropertyMock) \
             as payload, caplog.at_level(logging.WARNING, logger='minisched.rpc'):
-        rpc._checked_callback(consumer, delivery)
+        rpc_incoming._checked_callback(consumer, delivery)
     payload.assert_not_called()
     assert consumer.received == []
     delivery.channel.basic_ack.assert_called_once_with(7)
@@ -139,7 +141,7 @@ def test_a_message_over_the_limit_is_acked_and_logged_without_decoding(consumer,
 
 def test_replies_are_not_limited(consumer):
     consumer.queue_name = 'reply_0123'
-    rpc._checked_callback(consumer, _delivery(_envelope({'result': 'y' * 2000})))
+    rpc_incoming._checked_callback(consumer, _delivery(_envelope({'result': 'y' * 2000})))
     assert consumer.received == [{'result': 'y' * 2000}]
 
 
@@ -164,9 +166,9 @@ def test_undecodable_bodies_are_acked_with_one_line_and_no_traceback(consumer, c
                                                                       reason):
     delivery = _delivery(body, content_type)
     consumer.queue_name = 'compute.c1'
-    rpc._incoming['max_bytes'] = 0  # no limit: the deep one is larger than 1000 bytes
+    rpc_incoming._incoming['max_bytes'] = 0  # no limit: the deep one is larger than 1000 bytes
     with caplog.at_level(logging.DEBUG):
-        rpc._checked_callback(consumer, delivery)
+        rpc_incoming._checked_callback(consumer, delivery)
     assert consumer.received == []
     delivery.channel.basic_ack.assert_called_once_with(7)
     [line] = _lines(caplog)
@@ -179,9 +181,9 @@ def test_undecodable_bodies_are_acked_with_one_line_and_no_traceback(consumer, c
 
 def test_a_large_message_lets_go_of_its_body_once_decoded(consumer):
     consumer.queue_name = 'reply_0123'  # no limit
-    delivery = _delivery(_envelope({'args': {'blob': 'z' * rpc.LARGE_MESSAGE_BYTES}}))
-    rpc._checked_callback(consumer, delivery)
-    assert consumer.received[0]['args']['blob'] == 'z' * rpc.LARGE_MESSAGE_BYTES
+    delivery = _delivery(_envelope({'args': {'blob': 'z' * rpc_incoming.LARGE_MESSAGE_BYTES}}))
+    rpc_incoming._checked_callback(consumer, delivery)
+    assert consumer.received[0]['args']['blob'] == 'z' * rpc_incoming.LARGE_MESSAGE_BYTES
     assert delivery.body == b'' and delivery._decoded_cache is None
 
 
@@ -189,11 +191,11 @@ def test_init_reads_the_size_limit_option(monkeypatch):
     conf = cfg.ConfigOpts()
     conf.register_opt(cfg.IntOpt('rpc_max_message_size_mb', default=3))
     conf([], default_config_files=[], default_config_dirs=[])
-    monkeypatch.setattr(rpc, '_incoming', dict(rpc._incoming))
-    rpc._configure_incoming(conf)
-    assert rpc._incoming == {'max_bytes': 3 * 1024 * 1024, 'max_mb': 3}
-    rpc._configure_incoming(cfg.ConfigOpts())  # not registered: the default
-    assert rpc._incoming['max_mb'] == rpc.DEFAULT_MAX_MESSAGE_SIZE_MB
+    monkeypatch.setattr(rpc_incoming, '_incoming', dict(rpc_incoming._incoming))
+    rpc_incoming._configure_incoming(conf)
+    assert rpc_incoming._incoming == {'max_bytes': 3 * 1024 * 1024, 'max_mb': 3}
+    rpc_incoming._configure_incoming(cfg.ConfigOpts())  # not registered: the default
+    assert rpc_incoming._incoming['max_mb'] == rpc_incoming.DEFAULT_MAX_MESSAGE_SIZE_MB
 
 
 # -- TLS files in the driver's connection errors ---------------------------------------------
@@ -207,10 +209,10 @@ def test_tls_connection_errors_name_the_files(caplog):
                        group='oslo_messaging_rabbit')
     conf([], default_config_files=[], default_config_dirs=[])
     logger = impl_rabbit.LOG.logger
-    rpc._name_tls_files_in_connection_errors(conf)
-    rpc._name_tls_files_in_connection_errors(conf)  # replaces, does not stack
+    rpc_incoming._name_tls_files_in_connection_errors(conf)
+    rpc_incoming._name_tls_files_in_connection_errors(conf)  # replaces, does not stack
     try:
-        assert len([f for f in logger.filters if isinstance(f, rpc._TLSFilesNamed)]) == 1
+        assert len([f for f in logger.filters if isinstance(f, rpc_incoming._TLSFilesNamed)]) == 1
         with caplog.at_level(logging.INFO, logger=logger.name):
             impl_rabbit.LOG.error('Connection failed: %s (retrying in %s seconds)',
                                   '[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed',
@@ -219,8 +221,8 @@ def test_tls_connection_errors_name_the_files(caplog):
                                   '[Errno 111] Connection refused', 1.0)
     finally:
         conf.set_override('ssl', False, group='oslo_messaging_rabbit')
-        rpc._name_tls_files_in_connection_errors(conf)
-    assert not [f for f in logger.filters if isinstance(f, rpc._TLSFilesNamed)]
+        rpc_incoming._name_tls_files_in_connection_errors(conf)
+    assert not [f for f in logger.filters if isinstance(f, rpc_incoming._TLSFilesNamed)]
     assert _lines(caplog, logging.ERROR) == [
         'Connection failed: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed '
         '(retrying in 3.0 seconds) [TLS files: ssl_ca_file = /etc/ms/ca.pem]',
@@ -230,7 +232,7 @@ def test_tls_connection_errors_name_the_files(caplog):
 def test_replayed_messages_are_one_rate_limited_warning_without_traceback(consumer, caplog):
     from oslo_messaging._drivers import amqpdriver
     from oslo_messaging._drivers import common as driver_common
-    assert any(isinstance(f, rpc._DuplicatesRateLimited) for f in amqpdriver.LOG.filters)
+    assert any(isinstance(f, rpc_incoming._DuplicatesRateLimited) for f in amqpdriver.LOG.filters)
     with caplog.at_level(logging.DEBUG):
         for _ in range(3):
             try:
@@ -245,12 +247,12 @@ def test_replayed_messages_are_one_rate_limited_warning_without_traceback(consum
 
 def test_one_collection_follows_large_messages_once_they_are_freed():
     timers, collections = [], []
-    collection = rpc._DeferredCollection(
+    collection = rpc_incoming._DeferredCollection(
         start_timer=lambda delay, run: timers.append((delay, run)),
         collect=lambda: collections.append(1))
     collection.schedule()
     collection.schedule()  # one pending: not a second
-    assert [delay for delay, _ in timers] == [rpc._DeferredCollection.DELAY]
+    assert [delay for delay, _ in timers] == [rpc_incoming._DeferredCollection.DELAY]
     timers.pop()[1]()
     assert collections == [1]
     collection.schedule()
@@ -267,11 +269,11 @@ def test_a_large_message_is_cleared_after_dispatch_and_collected(monkeypatch):
             return len(blob)
 
     scheduled = []
-    monkeypatch.setattr(rpc, 'COLLECTION', types.SimpleNamespace(
+    monkeypatch.setattr(rpc_incoming, 'COLLECTION', types.SimpleNamespace(
         schedule=lambda: scheduled.append(1)))
-    dispatcher = rpc.MonitoredDispatcher([Endpoint()], None, None, topic='t')
-    for size, cleared in ((rpc.LARGE_MESSAGE_BYTES, True), (100, False)):
-        message = rpc._CheckedRabbitMessage.__new__(rpc._CheckedRabbitMessage)
+    dispatcher = rpc_incoming.MonitoredDispatcher([Endpoint()], None, None, topic='t')
+    for size, cleared in ((rpc_incoming.LARGE_MESSAGE_BYTES, True), (100, False)):
+        message = rpc_incoming._CheckedRabbitMessage.__new__(rpc_incoming._CheckedRabbitMessage)
         dict.__init__(message, method='take', args={'blob': 'x'}, version='1.0')
         message.size = size
         incoming = types.SimpleNamespace(message=message, ctxt={}, client_timeout=None)
