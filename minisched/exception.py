@@ -525,3 +525,27 @@ class ValidationError(Invalid):
     detail names the field, the rule and what is wrong with the value; ``kwargs['field']``
     is the field."""
     msg_fmt = '%(detail)s'
+
+
+class DBTransientError(MinischedException):
+    """A database error that passes by itself (connection refused or lost, deadlock, lock
+    timeout): the same call can be made again. The conductor answers with it in place of the
+    driver's exception, which its caller could not tell from a permanent failure."""
+
+    msg_fmt = 'The database is unavailable or busy, try again: %(reason)s'
+    code = 503
+
+
+class InstanceBuildStuck(MinischedException):
+    msg_fmt = ('Build did not finish: no progress for %(seconds)d seconds (its compute stopped, '
+               'or lost the database or the message bus). Set to error state.')
+
+
+class InstanceBuildInterrupted(MinischedException):
+    msg_fmt = ('Instance failed to spawn correctly: its compute service stopped during the '
+               'build. Set to error state.')
+
+
+class BuildRequestNotProcessed(MinischedException):
+    msg_fmt = ('Build request was not processed within %(seconds)d seconds (a conductor '
+               'stopped or lost the database while handling it). Set to error state.')

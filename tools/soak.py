@@ -32,7 +32,29 @@ cell2's computes cast their instance updates on cell2's bus; the schedulers list
 a separate cell MQ), so every cell's instances must be tracked exactly: live ones on their
 host, deleted ones nowhere. With ``--cells 1`` there is cell1 plus cell0 only.
 
-Usage: ``python tools/soak.py --minutes 10`` (a few minutes of set-up come on top).
+Faults: ``--faults broker,database,kill`` applies one fault every ``--fault-every`` seconds,
+taking the kinds in turn, while the clients run:
+
+* ``broker``: every service reaches RabbitMQ through a ``TcpProxy`` of this process, cut for
+  ``--outage`` seconds (connections dropped, new ones refused); the shared RabbitMQ keeps
+  running for everyone else;
+* ``database``: the same in front of PostgreSQL (the services' and the API clients' database
+  URLs go through it; the soak's own checks do not);
+* ``kill``: SIGKILL of a whole service (its process group: a compute process with its
+  computes, the conductor or the scheduler with their workers), started again 5 s later.
+
+Faults change the bounds a build lives with: ``[DEFAULT] long_rpc_timeout`` (how long a
+compute retries a write) and ``[conductor] stuck_build_timeout_seconds`` (when the conductor
+ends a build that makes no progress) come from ``--long-rpc-timeout`` and
+``--stuck-timeout``. At the end, with every fault undone and the builds settled, the build
+accounting: sent, accepted (the create returned), ACTIVE (including those deleted since),
+ERROR counted by fault message, lost (an accepted build that is neither ACTIVE nor ERROR, or
+has no instance record) and duplicated (an instance with rows in two cells, or built twice):
+both must be 0. It is printed without faults too.
+
+Usage: ``python tools/soak.py --minutes 10`` (a few minutes of set-up come on top);
+``python tools/soak.py --computes 20 --per-process 5 --minutes 3 --faults
+broker,database,kill --fault-every 30``.
 """
 import argparse
 import collections
@@ -44,6 +66,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import uuid
@@ -60,6 +83,9 @@ FLAVORS = (('soak.small', 512, 1, 5), ('soak.medium', 2048, 2, 20), ('soak.large
 SIZES = ((8, 16384, 200), (16, 32768, 400), (32, 65536, 800))
 BUILD_TIMEOUT = 180
 SAMPLE_SECONDS = 10
+#: Fault kinds of ``--faults``; seconds a killed service stays down.
+FAULT_KINDS = ('broker', 'database', 'kill')
+KILL_DOWN_SECONDS = 5
 
 
 def say(message):
@@ -104,6 +130,7 @@ class Databases:
             self.urls = {name: 'sqlite:///%s/%s.sqlite' % (workdir, name)
                          for name in ['api', 'cell1_cell0'] + self.cells}
             self.urls['cell0'] = self.urls.pop('cell1_cell0')
+            self.service_urls = dict(self.urls)
             return
         self.admin = sa.create_engine(PG_ADMIN, isolation_level='AUTOCOMMIT',
                                       poolclass=sa.pool.NullPool)
@@ -115,6 +142,15 @@ class Databases:
         self.names = names
         self.urls = {key: self.admin.url.set(database=name).render_as_string(
             hide_password=False) for key, name in names.items()}
+        self.service_urls = dict(self.urls)
+
+    def through(self, proxy):
+        """Services (and API clients) reach the databases through ``proxy`` from now on;
+        ``urls`` stay direct, for the soak's own checks."""
+        import sqlalchemy as sa
+        self.service_urls = {key: sa.engine.make_url(url).set(
+            host='127.0.0.1', port=proxy.port).render_as_string(hide_password=False)
+            for key, url in self.urls.items()}
 
     def sync(self):
         from minisched.db import migration
@@ -149,30 +185,38 @@ def query(url, sql, **params):
 # -- the cluster ---------------------------------------------------------------------------------
 
 class Cluster:
-    def __init__(self, workdir, transport_urls, dbs, computes, per_process):
+    def __init__(self, workdir, transport_urls, dbs, computes, per_process, bounds=None,
+                 spawn_seconds=0.0):
         """``transport_urls``: {cell name: its vhost's URL}; cell1's services include the
-        scheduler and the API-level conductor."""
+        scheduler and the API-level conductor. ``bounds``: ``(long_rpc_timeout,
+        stuck_build_timeout_seconds)`` to configure (with faults), or None."""
         from minisched.conf import filter_scheduler
         self.workdir = workdir
         self.dbs = dbs
         self.cells = list(transport_urls)
         self.transport_urls = transport_urls
         self.procs = {}
+        self.commands = {}
+        self.spawn_seconds = spawn_seconds
         self.hosts = ['soak-%03d' % (i + 1) for i in range(computes)]
         filters = list(filter_scheduler.DEFAULT_FILTERS) + ['SameHostFilter']
         # PostgreSQL allows 100 connections in all: each conductor's two workers get up to
         # 16 each (8 each with two cells), the scheduler's and the clients' far fewer (their
         # own files).
         pool_size = 6 if len(self.cells) == 1 else 3
+        default = {'state_path': workdir, 'report_interval': 10, 'service_down_time': 60,
+                   'reserved_host_memory_mb': 512}
+        conductor = {'workers': 2}
+        if bounds:
+            default['long_rpc_timeout'] = bounds[0]
+            conductor['stuck_build_timeout_seconds'] = bounds[1]
         self.confs = {cell: self._write('minisched' if cell == 'cell1' else cell, {
-            'DEFAULT': {'transport_url': url, 'state_path': workdir,
-                        'report_interval': 10, 'service_down_time': 60,
-                        'reserved_host_memory_mb': 512},
-            'database': {'connection': dbs.urls[cell], 'max_pool_size': pool_size,
+            'DEFAULT': dict(default, transport_url=url),
+            'database': {'connection': dbs.service_urls[cell], 'max_pool_size': pool_size,
                          'max_overflow': 2},
-            'api_database': {'connection': dbs.urls['api'], 'max_pool_size': pool_size,
-                             'max_overflow': 2},
-            'conductor': {'workers': 2},
+            'api_database': {'connection': dbs.service_urls['api'],
+                             'max_pool_size': pool_size, 'max_overflow': 2},
+            'conductor': conductor,
             'scheduler': {'workers': 2, 'discover_hosts_in_cells_interval': -1},
             'filter_scheduler': {'enabled_filters': ','.join(filters)},
         }) for cell, url in transport_urls.items()}
@@ -202,11 +246,25 @@ class Cluster:
                 f.writelines('%s = %s\n' % item for item in options.items())
         return path
 
-    def _start(self, name, command):
-        log = open(os.path.join(self.workdir, name + '.log'), 'w')
+    def _start(self, name, command, mode='w'):
+        log = open(os.path.join(self.workdir, name + '.log'), mode)
+        self.commands[name] = command
         self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True,
                                             cwd=REPO)
+
+    def kill(self, name):
+        """SIGKILL service ``name`` with all its processes (its session)."""
+        proc = self.procs[name]
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    def restart(self, name):
+        """Start service ``name`` again as it was started (its log goes on)."""
+        self._start(name, self.commands[name], mode='a')
 
     def log(self, name):
         with open(os.path.join(self.workdir, name + '.log'), errors='replace') as f:
@@ -236,7 +294,8 @@ class Cluster:
         for index, hosts in enumerate(self.groups):
             sizes = ','.join('%s:%d/%d/%d' % ((host,) + SIZES[i % len(SIZES)])
                              for i, host in enumerate(hosts))
-            conf = self._write('computes%d' % index, {'fake_driver': {'host_sizes': sizes}})
+            conf = self._write('computes%d' % index, {'fake_driver': {
+                'host_sizes': sizes, 'spawn_delay_seconds': self.spawn_seconds}})
             self._start('computes%d' % index, [sys.executable, '-m', 'benchmarks.multi_compute',
                                                '--config-file',
                                                self.confs[self.group_cells[index]],
@@ -319,12 +378,15 @@ def client_main(conf_files, cell_urls, deadline, seed, live_target, events):
     while time.time() < deadline:
         count = rng.randint(1, 3)
         started = time.monotonic()
+        events.put(('sent', count))
         try:
             uuids = api.create(ctxt, rng.choice(flavors), num_instances=count)
         except Exception as exc:
-            events.put(('error', 'create: %s' % exc))
+            events.put(('refused', type(exc).__name__))
+            events.put(('error', 'create: %s' % str(exc).splitlines()[0][:200]))
             time.sleep(1)
             continue
+        events.put(('accepted', uuids))
         for state, instance_uuid in _wait_built(cell_urls, uuids):
             events.put(('build', time.monotonic() - started, state, instance_uuid))
             if state == 'active':
@@ -366,6 +428,155 @@ def _wait_deleted(urls, instance_uuid, timeout=BUILD_TIMEOUT):
             return True
         time.sleep(0.1)
     return False
+
+
+# -- faults -----------------------------------------------------------------------------------
+
+class Faults(threading.Thread):
+    """Applies the fault kinds in turn, one every ``every`` seconds (see the docstring)."""
+
+    def __init__(self, cluster, kinds, every, outage, proxies):
+        super().__init__(daemon=True, name='soak-faults')
+        self.cluster = cluster
+        self.kinds = list(kinds)
+        self.every = every
+        self.outage = outage
+        self.proxies = proxies  # {'broker': TcpProxy, 'database': TcpProxy or None}
+        # Services and compute processes alternate, so that a short run kills each kind.
+        services = sorted(name for name in cluster.procs if not name.startswith('computes'))
+        computes = sorted(name for name in cluster.procs if name.startswith('computes'))
+        self.victims = [name for pair in zip(services + [None] * len(computes),
+                                             computes + [None] * len(services))
+                        for name in pair if name is not None]
+        self.applied = []       # (seconds since start, kind, what)
+        self._halt = threading.Event()
+        self._began = time.monotonic()
+        self._killed = None
+
+    def run(self):
+        index = 0
+        while not self._halt.wait(self.every):
+            kind = self.kinds[index % len(self.kinds)]
+            try:
+                self._apply(kind, index)
+            except Exception as exc:  # a fault that could not be applied is reported
+                say('fault %s failed: %s' % (kind, exc))
+            index += 1
+
+    def _apply(self, kind, index):
+        at = time.monotonic() - self._began
+        if kind == 'kill':
+            victim = self.victims[index // len(self.kinds) % len(self.victims)]
+            say('FAULT: SIGKILL %s; back in %d s' % (victim, KILL_DOWN_SECONDS))
+            self.applied.append((at, kind, victim))
+            self._killed = victim
+            self.cluster.kill(victim)
+            self._halt.wait(KILL_DOWN_SECONDS)
+            self.cluster.restart(victim)
+            self._killed = None
+            return
+        proxy = self.proxies[kind]
+        say('FAULT: %s cut for %d s' % (kind, self.outage))
+        self.applied.append((at, kind, '%d s' % self.outage))
+        proxy.cut()
+        self._halt.wait(self.outage)
+        proxy.restore()
+        say('%s back' % kind)
+
+    def stop(self):
+        """No more faults; whatever is cut or killed is restored."""
+        self._halt.set()
+        self.join(timeout=KILL_DOWN_SECONDS + 30)
+        for proxy in self.proxies.values():
+            if proxy is not None:
+                proxy.restore()
+        if self._killed is not None and self.cluster.procs[self._killed].poll() is not None:
+            self.cluster.restart(self._killed)
+
+    def summary(self):
+        counts = collections.Counter(kind for _, kind, _ in self.applied)
+        return ', '.join('%s x%d' % item for item in sorted(counts.items())) or 'none'
+
+
+def settle(dbs, cells, accepted, timeout):
+    """Wait until every accepted build is ACTIVE or ERROR (or deleted); seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        states = _instance_rows(dbs, cells, accepted)
+        # A delete in progress is not a build's: its build ended ACTIVE.
+        if all(any(row['deleted'] or row['vm_state'] in ('active', 'error') and
+                   row['task_state'] in (None, 'deleting')
+                   for _cell, row in states.get(uuid, [])) for uuid in accepted):
+            break
+        time.sleep(2)
+    return time.monotonic() - started
+
+
+def _instance_rows(dbs, cells, uuids):
+    found = collections.defaultdict(list)
+    uuids = sorted(uuids)
+    for cell in cells:
+        for start in range(0, len(uuids), 500):
+            for row in query(dbs.urls[cell], 'SELECT uuid, host, vm_state, task_state, '
+                             'deleted FROM instances WHERE uuid IN :uuids',
+                             uuids=uuids[start:start + 500]):
+                found[row['uuid']].append((cell, row))
+    return found
+
+
+def accounting(dbs, cells, accepted):
+    """{'ACTIVE': n, ...}, ERROR reasons, problems: what became of the accepted builds."""
+    uuids = sorted(accepted)
+    rows = _instance_rows(dbs, cells, uuids)
+    faults, built = {}, collections.Counter()
+    for cell in cells:
+        for start in range(0, len(uuids), 500):
+            chunk = uuids[start:start + 500]
+            for row in query(dbs.urls[cell], 'SELECT instance_uuid, message FROM '
+                             'instance_faults WHERE instance_uuid IN :uuids ORDER BY id',
+                             uuids=chunk):
+                faults[row['instance_uuid']] = row['message']
+            for row in query(dbs.urls[cell], "SELECT a.instance_uuid FROM "
+                             "instance_actions_events e JOIN instance_actions a ON "
+                             "e.action_id = a.id WHERE e.event = "
+                             "'compute_build_and_run_instance' AND e.result = 'Success' "
+                             "AND a.instance_uuid IN :uuids", uuids=chunk):
+                built[row['instance_uuid']] += 1
+    counts = collections.Counter()
+    reasons = collections.Counter()
+    problems = []
+    unfinished = []
+    for instance_uuid in uuids:
+        found = rows.get(instance_uuid, [])
+        live = [row for _cell, row in found if not row['deleted']]
+        if len(live) > 1 or built[instance_uuid] > 1:
+            counts['duplicated'] += 1
+            problems.append('duplicated: %s has %d live rows (%s) and was built %d times' % (
+                instance_uuid, len(live), [cell for cell, _ in found], built[instance_uuid]))
+        if not found:
+            counts['lost'] += 1
+            problems.append('lost: %s has no instance record' % instance_uuid)
+        elif not live:
+            counts['ACTIVE'] += 1   # the clients delete ACTIVE instances only
+            counts['ACTIVE, deleted since'] += 1
+        elif live[0]['vm_state'] == 'active':
+            counts['ACTIVE'] += 1
+            if live[0]['task_state'] is not None:
+                # The build ended; what followed (a delete) did not: not a build's fault.
+                counts['ACTIVE, %s unfinished' % live[0]['task_state']] += 1
+                unfinished.append('%s is ACTIVE on %s, %s unfinished' % (
+                    instance_uuid, live[0]['host'], live[0]['task_state']))
+        elif live[0]['vm_state'] == 'error':
+            counts['ERROR'] += 1
+            reasons[faults.get(instance_uuid, '(no fault)')] += 1
+            if instance_uuid not in faults:
+                problems.append('ERROR without a fault: %s' % instance_uuid)
+        else:
+            counts['lost'] += 1
+            problems.append('lost: %s is %s/%s on %s' % (instance_uuid, live[0]['vm_state'],
+                                                         live[0]['task_state'],
+                                                         live[0]['host']))
+    return counts, reasons, problems, unfinished
 
 
 # -- consistency ----------------------------------------------------------------------------
@@ -502,8 +713,26 @@ def main(argv=None):
                         help='2: a second cell with its own vhost, database, conductor and '
                              'half of the computes; see "Cells" in the module docstring.')
     parser.add_argument('--db', choices=('postgresql', 'sqlite'), default='postgresql')
+    parser.add_argument('--faults', type=_fault_kinds, default=[],
+                        help='Comma-separated fault kinds applied in turn during the load: '
+                             '%s; see "Faults" in the module docstring.'
+                             % ', '.join(FAULT_KINDS))
+    parser.add_argument('--fault-every', type=float, default=60,
+                        help='Seconds between two faults (default 60).')
+    parser.add_argument('--outage', type=float, default=20,
+                        help='Seconds a broker or database cut lasts (default 20).')
+    parser.add_argument('--long-rpc-timeout', type=int, default=60,
+                        help='[DEFAULT] long_rpc_timeout with faults (default 60).')
+    parser.add_argument('--stuck-timeout', type=int, default=150,
+                        help='[conductor] stuck_build_timeout_seconds with faults '
+                             '(default 150: above twice --long-rpc-timeout).')
+    parser.add_argument('--spawn-seconds', type=float, default=0.0,
+                        help='Seconds each fake spawn takes (default 0): longer builds are '
+                             'more often caught by a fault.')
     parser.add_argument('--keep', action='store_true', help='Keep the work directory.')
     args = parser.parse_args(argv)
+    if 'database' in args.faults and args.db == 'sqlite':
+        parser.error('--faults database needs --db postgresql (SQLite has no server to cut)')
     # Stopped from outside (timeout, Ctrl-C): clean up the services, databases and vhost too.
     signal.signal(signal.SIGTERM, _interrupted)
 
@@ -512,13 +741,20 @@ def main(argv=None):
     vhosts = []
     dbs = None
     cluster = None
+    proxies = {}
     try:
         vhosts = [Vhost()] + [Vhost('-cell%d' % (i + 1)) for i in range(1, args.cells)]
         dbs = Databases(args.db, workdir, args.cells)
         dbs.sync()
-        cluster = Cluster(workdir, {'cell%d' % (i + 1): vhost.url
-                                    for i, vhost in enumerate(vhosts)},
-                          dbs, args.computes, args.per_process)
+        transport_urls = {'cell%d' % (i + 1): vhost.url for i, vhost in enumerate(vhosts)}
+        if args.faults:
+            proxies = _proxies(dbs, args.faults)
+            if 'broker' in proxies:
+                transport_urls = {cell: _through(url, proxies['broker'])
+                                  for cell, url in transport_urls.items()}
+        cluster = Cluster(workdir, transport_urls, dbs, args.computes, args.per_process,
+                          bounds=(args.long_rpc_timeout, args.stuck_timeout)
+                          if args.faults else None, spawn_seconds=args.spawn_seconds)
         set_up = time.monotonic()
         say('starting %d conductor(s), scheduler (2 workers) and %d computes in %d processes'
             '%s' % (args.cells, args.computes, len(cluster.groups), ''.join(
@@ -527,10 +763,12 @@ def main(argv=None):
                                                  cell]).path) for cell in cluster.cells)))
         if args.cells > 1:
             # The scheduler reads the cell mappings once, at start-up: map the cells first.
-            cluster.manage('cell', 'map_cell0', '--database_connection', dbs.urls['cell0'])
+            cluster.manage('cell', 'map_cell0', '--database_connection',
+                           dbs.service_urls['cell0'])
             for cell in cluster.cells:
                 cluster.manage('cell', 'create', '--name', cell, '--database_connection',
-                               dbs.urls[cell], '--transport-url', cluster.transport_urls[cell])
+                               dbs.service_urls[cell], '--transport-url',
+                               cluster.transport_urls[cell])
         cluster.start()
         deadline = time.monotonic() + 120
         while sum(len(query(dbs.urls[cell], 'SELECT id FROM compute_nodes'))
@@ -548,10 +786,12 @@ def main(argv=None):
         time.sleep(12)  # first state reports (ComputeFilter) and host mappings seen
         say('cluster up in %.0fs; %d clients for %.1f min' % (
             time.monotonic() - set_up, args.clients, args.minutes))
-        return run(cluster, dbs, args)
+        return run(cluster, dbs, args, proxies)
     finally:
         if cluster is not None:
             cluster.stop()
+        for proxy in proxies.values():
+            proxy.close()
         if dbs is not None:
             dbs.drop()
         for vhost in vhosts:
@@ -564,7 +804,40 @@ def _interrupted(signum, frame):
     raise KeyboardInterrupt('SIGTERM')
 
 
-def run(cluster, dbs, args):
+def _fault_kinds(value):
+    kinds = [kind.strip() for kind in value.split(',') if kind.strip()]
+    unknown = set(kinds) - set(FAULT_KINDS)
+    if unknown:
+        raise argparse.ArgumentTypeError('unknown fault kind(s) %s; choose among %s' % (
+            ', '.join(sorted(unknown)), ', '.join(FAULT_KINDS)))
+    return kinds
+
+
+def _proxies(dbs, kinds):
+    """TcpProxies of this process for the broker and the database, as ``kinds`` need them;
+    the database's is put in the services' way at once (``dbs.through``)."""
+    from tests.functional import tcp_proxy
+    proxies = {}
+    if 'broker' in kinds:
+        url = urllib.parse.urlsplit(BROKER)
+        proxies['broker'] = tcp_proxy.TcpProxy(url.port or 5672, url.hostname or '127.0.0.1')
+    if 'database' in kinds:
+        import sqlalchemy as sa
+        url = sa.engine.make_url(dbs.urls['api'])
+        proxies['database'] = tcp_proxy.TcpProxy(url.port or 5432, url.host or '127.0.0.1')
+        dbs.through(proxies['database'])
+    return proxies
+
+
+def _through(url, proxy):
+    """``url`` pointing at ``proxy`` (credentials and vhost kept)."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo = parts.netloc.rpartition('@')[0]
+    netloc = ('%s@' % userinfo if userinfo else '') + '127.0.0.1:%d' % proxy.port
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def run(cluster, dbs, args, proxies=None):
     ctx = multiprocessing.get_context('spawn')
     events = ctx.Queue()
     end = time.time() + args.minutes * 60
@@ -574,7 +847,12 @@ def run(cluster, dbs, args):
         daemon=True) for seed in range(args.clients)]
     for proc in clients:
         proc.start()
+    faults = None
+    if args.faults:
+        faults = Faults(cluster, args.faults, args.fault_every, args.outage, proxies)
+        faults.start()
     builds, deletes, errors, rss = [], [], [], []
+    sent, accepted, refused = [0], set(), collections.Counter()
     started = time.monotonic()
     next_sample = 0.0
     done = 0
@@ -609,22 +887,39 @@ def run(cluster, dbs, args):
             deletes.append(event[1:])
         elif kind == 'error':
             errors.append(event[1])
+        elif kind == 'sent':
+            sent[0] += event[1]
+        elif kind == 'accepted':
+            accepted.update(event[1])
+        elif kind == 'refused':
+            refused[event[1]] += 1
         elif kind == 'done':
             done += 1
     elapsed = time.monotonic() - started
+    if faults is not None:
+        faults.stop()
+        say('faults over (%s); every proxy restored, every service running' % (
+            faults.summary()))
     for proc in clients:
         proc.join(timeout=60)
         if proc.is_alive():
             proc.kill()
-    say('load over; letting in-flight work settle')
+    # Builds the faults left without an end get one from the conductor's stuck-build check.
+    limit = (args.stuck_timeout + 90) if args.faults else 60
+    say('load over; waiting (up to %d s) for every accepted build to end' % limit)
+    waited = settle(dbs, cluster.cells + ['cell0'], accepted, limit)
     time.sleep(5)
+    counts, reasons, lost, unfinished = accounting(dbs, cluster.cells + ['cell0'], accepted)
+    builds_report = (sent[0], accepted, refused, counts, reasons, lost, unfinished, waited)
     deleted = [d[2] for d in deletes if d[1]]
     problems, checked = consistency(cluster, random.Random(0).sample(
         deleted, min(50, len(deleted))))
-    return report(args, elapsed, builds, deletes, errors, rss, problems, checked)
+    return report(args, elapsed, builds, deletes, errors, rss, problems, checked,
+                  builds_report, faults)
 
 
-def report(args, elapsed, builds, deletes, errors, rss, problems, checked):
+def report(args, elapsed, builds, deletes, errors, rss, problems, checked, builds_report,
+           faults):
     build_times = [b[0] for b in builds if b[1] == 'active']
     delete_times = [d[0] for d in deletes if d[1]]
     print('\n==== soak report: %d computes, %d clients, %.1f min of load ====' % (
@@ -651,7 +946,26 @@ def report(args, elapsed, builds, deletes, errors, rss, problems, checked):
     else:
         print('  OK: every live instance tracked on its DB host by the schedulers, deleted '
               'ones forgotten, no node over its allocation ratios')
-    return 1 if problems else 0
+    sent, accepted, refused, counts, reasons, lost, unfinished, waited = builds_report
+    print('faults: %s' % (faults.summary() if faults is not None else 'none'))
+    if faults is not None:
+        for at, kind, what in faults.applied:
+            print('  t=%5.0fs  %-8s %s' % (at, kind, what))
+    print('build accounting (after %.0f s of settling):' % waited)
+    print('  sent %d, accepted %d (refused creates: %s)' % (
+        sent, len(accepted), dict(refused) or 'none'))
+    print('  ACTIVE %d (%d deleted since), ERROR %d, lost %d, duplicated %d' % (
+        counts['ACTIVE'], counts['ACTIVE, deleted since'], counts['ERROR'], counts['lost'],
+        counts['duplicated']))
+    for message, count in reasons.most_common():
+        print('    ERROR %4d  %s' % (count, message))
+    for problem in lost[:20]:
+        print('   ', problem)
+    if unfinished:
+        print('  after their build (not counted as lost): %d' % len(unfinished))
+        for line in unfinished[:10]:
+            print('   ', line)
+    return 1 if problems or counts['lost'] or counts['duplicated'] or lost else 0
 
 
 if __name__ == '__main__':

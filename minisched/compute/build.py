@@ -4,6 +4,14 @@ Nova's ``_do_build_and_run_instance`` / ``_build_and_run_instance`` semantics: a
 or a failed spawn becomes a RescheduledException; with retry information the build goes back
 to the conductor (``build_instances`` with the remaining alternates), without it the instance
 goes to ERROR. A BuildAbortException or anything unexpected ends in ERROR, never rescheduled.
+
+Every write of a build (the instance, its fault, its action events, the claim) is retried while
+the conductor does not answer or answers that the database is unavailable (DBTransientError),
+with backoff, for up to ``[DEFAULT] long_rpc_timeout`` each: a build caught in an outage of
+the message bus or the database ends ACTIVE or ERROR once it is over. A build whose writes
+gave up stays BUILDING for the conductor's stuck-build check. When that check (or anyone
+else) ended the build first, the compute finds the instance changed under it: it removes the
+guest, gives the claim back and writes nothing more.
 """
 import collections
 import logging
@@ -24,6 +32,12 @@ LOG = logging.getLogger(__name__)
 ACTIVE, FAILED, RESCHEDULED = 'active', 'failed', 'rescheduled'
 #: A second delivery of a build message this compute already ran: nothing done, nothing counted.
 DUPLICATE = 'duplicate'
+#: The build was ended by someone else (the conductor's stuck-build check): nothing counted.
+SUPERSEDED = 'superseded'
+#: What a write of the build is retried on: no answer, or a database that will be back.
+RETRIED = (messaging.MessagingTimeout, exception.DBTransientError)
+#: The instance changed under the build: someone else decided its state.
+_STATE_CHANGED = (exception.UnexpectedVMStateError, exception.UnexpectedTaskStateError)
 EVENT = 'compute_build_and_run_instance'
 #: Builds remembered to recognise a message delivered twice (uuid and attempt number each).
 SEEN_BUILDS = 10000
@@ -56,16 +70,18 @@ class Builder:
             return DUPLICATE
         result = FAILED
         try:
-            with instance_action.EventReporter(context, EVENT, self.host, instance.uuid):
+            with _EventReporter(self, context, EVENT, self.host, instance.uuid) as reporter:
                 result = self._do_build(context, instance, image, request_spec,
                                         filter_properties, node, limits, host_list, kwargs)
+                # Who ended the build finished its event (as Error, with the reason).
+                reporter.finished_elsewhere = result == SUPERSEDED
                 if result == RESCHEDULED:
                     # Recorded as an Error event so that the action shows why it moved on.
                     raise _Rescheduled(filter_properties['retry'].get('exc_reason'))
         except Exception as exc:
             # The event recorded the failure; the instance state was set by _do_build.
             LOG.debug('Build of %s on %s ended with: %s', instance.uuid, self.host, exc)
-        if result == DUPLICATE:
+        if result in (DUPLICATE, SUPERSEDED):
             return result
         node = node or self.driver.get_available_nodes()[0]
         if result == ACTIVE:
@@ -110,11 +126,16 @@ class Builder:
             self._build_and_run(context, instance, image, node, limits)
             return ACTIVE
         except exception.RescheduledException as exc:
-            return self._reschedule_or_fail(context, instance, image, request_spec,
-                                            filter_properties, host_list, exc, kwargs)
+            try:
+                return self._reschedule_or_fail(context, instance, image, request_spec,
+                                                filter_properties, host_list, exc, kwargs)
+            except _STATE_CHANGED as changed:
+                return self._stand_down(context, instance, node, changed)
         except (exception.InstanceNotFound, exception.UnexpectedDeletingTaskStateError):
             LOG.debug('Instance %s was deleted during its build.', instance.uuid)
             return FAILED
+        except _STATE_CHANGED as exc:
+            return self._stand_down(context, instance, node, exc)
         except exception.BuildAbortException as exc:
             LOG.error('Build of instance %s aborted: %s', instance.uuid, exc.format_message())
             self._fail(context, instance, exc)
@@ -127,9 +148,14 @@ class Builder:
 
     def _build_and_run(self, context, instance, image, node, limits):
         try:
-            with self.rt.instance_claim(context, instance, node, limits):
+            claim = self._until_answered(
+                lambda: self.rt.instance_claim(context, instance, node, limits),
+                'claim of instance %s' % instance.uuid)
+            with claim:
                 instance.task_state = instance_obj.SPAWNING
-                self._save(instance, 'spawning', expected_task_state=None)
+                # Still BUILDING: the stuck-build check may have ended a build this slow.
+                self._save(instance, 'spawning', expected_vm_state=instance_obj.BUILDING,
+                           expected_task_state=None)
                 self.driver.spawn(context, instance, image, injected_files=[],
                                   admin_password=None, allocations=None)
         except exception.ComputeResourcesUnavailable as exc:
@@ -137,7 +163,7 @@ class Builder:
             raise exception.RescheduledException(instance_uuid=instance.uuid,
                                                  reason=exc.format_message())
         except (exception.BuildAbortException, exception.InstanceNotFound,
-                exception.UnexpectedDeletingTaskStateError):
+                *_STATE_CHANGED):
             raise
         except Exception as exc:
             raise exception.RescheduledException(instance_uuid=instance.uuid, reason=str(exc))
@@ -163,7 +189,7 @@ class Builder:
         instance.host = None
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
-        self._save(instance, 'reschedule')
+        self._save(instance, 'reschedule', expected_vm_state=instance_obj.BUILDING)
         self.manager.compute_task_api.build_instances(
             context, [instance], image, filter_properties, kwargs.get('admin_password'),
             kwargs.get('injected_files'), kwargs.get('requested_networks'),
@@ -172,40 +198,61 @@ class Builder:
         return RESCHEDULED
 
     def _fail(self, context, instance, exc, message=None):
-        """ERROR with a fault; host/node cleared as Nova does for a failed build."""
+        """ERROR with a fault; host and node cleared as Nova does for a failed build.
+
+        The fault is written first: when the ERROR cannot be written the instance stays
+        BUILDING with its reason recorded, for the conductor's stuck-build check. The
+        write is conditional, so that a build that check ended already stays as it left it.
+        """
         fault = instance_fault.InstanceFault.from_exception(context, instance.uuid, exc,
                                                             host=self.host)
         if message:
             fault.message = message[:255]
         try:
             self._until_answered(fault.create, 'fault of %s' % instance.uuid)
-            instance.host = None
-            instance.node = None
+            instance.host = instance.node = instance.launched_on = None
+            instance.availability_zone = None
             instance.vm_state = instance_obj.ERROR
             instance.task_state = None
-            self._save(instance, 'ERROR')
+            self._save(instance, 'ERROR', expected_vm_state=instance_obj.BUILDING)
         except exception.InstanceNotFound:
             LOG.debug('Instance %s deleted before it could be set to ERROR', instance.uuid)
+        except _STATE_CHANGED as changed:
+            LOG.info('Instance %s was not set to ERROR by its build: %s', instance.uuid,
+                     changed.format_message())
+
+    def _stand_down(self, context, instance, node, exc):
+        """The instance changed under the build (the conductor's stuck-build check ended
+        it): remove the guest, give the claim back, write nothing."""
+        LOG.warning('Build of instance %s on %s ended by someone else (%s); removing what '
+                    'it left here.', instance.uuid, self.host, exc.format_message())
+        try:
+            self.driver.destroy(context, instance)
+        except Exception:
+            LOG.exception('Could not remove the guest of instance %s', instance.uuid)
+        self.rt.abort_instance_claim(instance, node)
+        return SUPERSEDED
 
     # -- conductor calls that outlast a broker or conductor outage -----------------------
 
     def _until_answered(self, call, what):
-        """``call()``, tried again while the conductor does not answer (MessagingTimeout).
+        """``call()``, tried again while the conductor does not answer (MessagingTimeout)
+        or answers that the database is unavailable (DBTransientError).
 
-        A build must end ACTIVE or ERROR in the database; while the broker or the conductor is
-        away the build waits (backing off to MAX_RETRY_DELAY s) instead of leaving the
-        instance BUILDING. Gives up after ``[DEFAULT] long_rpc_timeout``.
+        A build must end ACTIVE or ERROR in the database; while the broker, the conductor or
+        the database is away the build waits (backing off to MAX_RETRY_DELAY s) instead of
+        leaving the instance BUILDING. Gives up after ``[DEFAULT] long_rpc_timeout``.
         """
         deadline = time.monotonic() + self.manager.conf.long_rpc_timeout
         delay = 1
         while True:
             try:
                 return call()
-            except messaging.MessagingTimeout:
+            except RETRIED as exc:
                 if time.monotonic() + delay > deadline:
                     raise
-                LOG.warning('The conductor did not answer (%s); trying again in %d s.',
-                            what, delay)
+                LOG.warning('%s (%s); trying again in %d s.', unanswered_reason(exc), what,
+                            delay)
                 time.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_DELAY)
 
@@ -235,3 +282,34 @@ class Builder:
             return False
         instance.obj_reset_changes()
         return True
+
+
+def unanswered_reason(exc):
+    """Why a retried write of a build failed, in one line (a remote exception's str holds
+    its traceback)."""
+    if isinstance(exc, exception.DBTransientError):
+        return 'The database is unavailable: %s' % exc.kwargs.get('reason', exc)
+    return 'The conductor did not answer'
+
+
+class _EventReporter(instance_action.EventReporter):
+    """The build's event, recorded through the builder's retries (see ``_until_answered``);
+    one that still fails costs the event, not the build."""
+
+    def __init__(self, builder, *args):
+        super().__init__(*args)
+        self._builder = builder
+        self.finished_elsewhere = False
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if self.finished_elsewhere:
+            return False
+        return super().__exit__(exc_type, exc_val, exc_tb)
+
+    def _record(self, method, context, uuid, *args, **kwargs):
+        try:
+            self._builder._until_answered(lambda: method(context, uuid, *args, **kwargs),
+                                          'event %s of instance %s' % (self.event_name, uuid))
+        except RETRIED as exc:
+            LOG.warning('Event %s of instance %s not recorded: %s', self.event_name, uuid,
+                        unanswered_reason(exc))

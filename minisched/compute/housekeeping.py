@@ -7,6 +7,7 @@ import logging
 
 from oslo_utils import timeutils
 
+from minisched.conductor import stuck_builds
 from minisched import exception
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_fault
@@ -26,7 +27,8 @@ def _instances(manager, context, **filters):
 
 
 def check_instance_build_time(manager, context):
-    """BUILDING longer than ``instance_build_timeout``: ERROR with a fault."""
+    """BUILDING longer than ``instance_build_timeout``: ERROR with a fault, and the build's
+    open events finished as Error (minisched's addition to Nova's ERROR)."""
     timeout = manager.conf.instance_build_timeout
     if timeout == 0:
         return
@@ -46,6 +48,7 @@ def check_instance_build_time(manager, context):
         instance.vm_state = instance_obj.ERROR
         instance.task_state = None
         instance.save()
+        stuck_builds.finish_open_events(context, instance.uuid, fault.message, manager.host)
 
 
 def _driver_power_state(manager, instance):

@@ -9,6 +9,7 @@ from minisched.compute import build
 from minisched.compute import housekeeping
 from minisched.compute import resource_tracker
 from minisched.conductor import rpcapi as conductor_rpcapi
+from minisched.conductor import stuck_builds
 from minisched import context
 from minisched import exception
 from minisched import manager
@@ -59,14 +60,37 @@ class ComputeManager(manager.Manager):
 
     def _init_instance(self, instance):
         """Nova's ``_init_instance`` for builds: a build this compute was running when it
-        stopped cannot finish, so the instance goes to ERROR (it keeps its host)."""
-        if instance.vm_state == instance_obj.BUILDING or instance.task_state in (
-                instance_obj.SCHEDULING, instance_obj.SPAWNING):
-            LOG.debug('Instance %s failed to spawn correctly, setting to ERROR state',
-                      instance.uuid)
-            instance.vm_state = instance_obj.ERROR
-            instance.task_state = None
-            instance.save()
+        stopped cannot finish, so the instance goes to ERROR (it keeps its host, as in Nova).
+
+        minisched also records why, as every build that ends in ERROR does: a fault, and
+        the build's open events finished as Error. When that cannot be written (the
+        database is away), the instance is left BUILDING: the conductor's stuck-build check
+        ends it with a fault later, rather than leaving an ERROR without a reason.
+        """
+        if not (instance.vm_state == instance_obj.BUILDING or instance.task_state in (
+                instance_obj.SCHEDULING, instance_obj.SPAWNING)):
+            return
+        LOG.debug('Instance %s failed to spawn correctly, setting to ERROR state',
+                  instance.uuid)
+        try:
+            stuck_builds.record_failure(instance._context, instance.uuid,
+                                        exception.InstanceBuildInterrupted(), self.host,
+                                        self.host)
+        except build.RETRIED as exc:
+            LOG.warning('Instance %s left BUILDING: its failure could not be recorded (%s)',
+                        instance.uuid, build.unanswered_reason(exc))
+            return
+        except Exception:
+            LOG.exception('Could not record why instance %s failed to spawn', instance.uuid)
+        vm_state = instance.vm_state
+        instance.vm_state = instance_obj.ERROR
+        instance.task_state = None
+        try:
+            # Conditional: the conductor's stuck-build check may have ended it meanwhile.
+            instance.save(expected_vm_state=vm_state)
+        except (exception.UnexpectedVMStateError, exception.InstanceNotFound) as exc:
+            LOG.debug('Instance %s not set to ERROR at start-up: %s', instance.uuid,
+                      exc.format_message())
 
     def pre_start_hook(self):
         self.update_available_resource(context.get_admin_context(), startup=True)

@@ -3,14 +3,18 @@
 The methods run with the caller's context, so the database API's checks apply to whoever
 sent the message (see ``minisched.context``). A refusal goes back to the caller as an
 expected exception (Forbidden, or the NotFound of a row of another project) and is logged
-at WARNING with the object, the method and the context's project and user.
+at WARNING with the object, the method and the context's project and user. A database error
+that passes by itself (connection lost or refused, deadlock: see ``db_errors``) goes back as
+DBTransientError, also expected and logged once at WARNING, so that the caller can retry it.
 """
 import logging
 
 import oslo_messaging as messaging
+from oslo_service import periodic_task
 from oslo_versionedobjects import exception as ovo_exc
 
-from minisched.conductor import compute_task
+from minisched.conductor import db_errors
+from minisched.conductor import stuck_builds
 from minisched import context as ms_context
 from minisched import exception
 from minisched import manager
@@ -26,7 +30,22 @@ class ConductorManager(manager.Manager):
 
     def __init__(self, conf, host=None):
         super().__init__(conf, host=host, service_name='conductor')
-        self.additional_endpoints = [compute_task.ComputeTaskManager(conf, self.host)]
+        self.additional_endpoints = [db_errors.ComputeTaskManager(conf, self.host)]
+        self.stuck_builds = stuck_builds.StuckBuilds(conf, self.host)
+        timeout = conf.conductor.stuck_build_timeout_seconds
+        self.configure_periodic_tasks({'_fail_stuck_builds':
+                                       stuck_builds.check_spacing(timeout)})
+        if 0 < timeout < 2 * conf.long_rpc_timeout:
+            LOG.warning('[conductor] stuck_build_timeout_seconds (%d) is shorter than twice '
+                        '[DEFAULT] long_rpc_timeout (%d): builds whose compute is still '
+                        'retrying its writes may be set to ERROR.', timeout,
+                        conf.long_rpc_timeout)
+
+    @periodic_task.periodic_task(spacing=stuck_builds.MAX_SPACING)
+    def _fail_stuck_builds(self, context):
+        """End the builds nothing else will finish (``[conductor]
+        stuck_build_timeout_seconds``)."""
+        self.stuck_builds.run(context)
 
     def object_class_action_versions(self, context, objname, objmethod, object_versions,
                                      args, kwargs):
@@ -118,7 +137,12 @@ def _check_remotable(target, objname, objmethod):
 
 
 def _dispatch(context, target, method, args, kwargs):
-    """Call the method; its exceptions go back to the caller without a server traceback."""
+    """Call the method; its exceptions go back to the caller without a server traceback.
+
+    A transient database error becomes DBTransientError (the driver's class would reach the
+    caller as a RemoteError it cannot tell from a bug); any other unexpected exception goes
+    back as it is, logged with its traceback by oslo.messaging.
+    """
     if kwargs is not None and not isinstance(kwargs, dict):
         _raise_expected(exception.InvalidObjectRequest(reason='kwargs must be a dict'))
     try:
@@ -128,10 +152,24 @@ def _dispatch(context, target, method, args, kwargs):
             raise messaging.ExpectedException()
         refusal, expected = exc, messaging.ExpectedException()  # it keeps the exception
     except (TypeError, ValueError) as exc:
-        LOG.info('Rejected %s.%s: %s', getattr(target, '__name__', type(target).__name__),
-                 method, exc)
+        LOG.info('Rejected %s.%s: %s', _name(target), method, exc)
         _raise_expected(exception.InvalidObjectRequest(
             reason='%s: %s' % (method, exc)))
-    # A refusal, logged out of the except block, where oslo.log would append the exception.
+    except Exception as exc:
+        if not db_errors.is_transient(exc):
+            raise
+        refusal, failure = None, db_errors.reason(exc)
+    # Logged out of the except block, where oslo.log would append the exception.
+    if refusal is None:
+        LOG.warning('Database unavailable for %(object)s.%(method)s, answered as transient: '
+                    '%(reason)s', {'object': _name(target), 'method': method,
+                                   'reason': failure})
+        _raise_expected(exception.DBTransientError(reason=failure))
     _log_refusal(context, target, method, refusal)
     raise expected
+
+
+def _name(target):
+    """The object name of a class action's class or an object action's object."""
+    return target.obj_name() if hasattr(target, 'obj_name') else getattr(
+        target, '__name__', type(target).__name__)

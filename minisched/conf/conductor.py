@@ -5,9 +5,47 @@ GROUP = cfg.OptGroup('conductor', title='Conductor', help="""
 The conductor executes the database work of services that have no database
 access (compute) and drives the build flow.""")
 
+#: Default of ``stuck_build_timeout_seconds``: four times the default
+#: ``long_rpc_timeout`` (see the option's help for why).
+STUCK_BUILD_TIMEOUT = 7200
+
 OPTS = [
     cfg.IntOpt('workers', min=1, help="""
 Number of conductor worker processes. Default: the number of CPUs."""),
+    cfg.IntOpt('stuck_build_timeout_seconds', default=STUCK_BUILD_TIMEOUT, min=0, help="""
+Seconds without progress after which a build is considered abandoned and is
+ended by the conductor. 0 disables the check.
+
+A build normally ends ACTIVE or ERROR through its compute. It cannot when
+that compute is killed during the build and does not come back, when the
+compute gave up writing the result after retrying for ``[DEFAULT]
+long_rpc_timeout`` (the database or the message bus was away longer than
+that), or when a conductor stopped while it handled the build request. Such
+an instance would stay BUILDING for ever (Nova's ``instance_build_timeout``
+is off by default and runs on the compute that may be gone).
+
+A conductor periodic task (every 60 seconds, or every quarter of this bound
+if that is shorter) looks at every cell for instances in BUILDING whose
+record has not been written for this many seconds, and build requests this
+old that no conductor has turned into an instance. It sets each to ERROR
+with an instance fault giving the reason, finishes the open events of its
+instance action with the result Error, clears its host and node as a failed
+build does (so that its compute's next resource refresh drops its usage) and
+tells the schedulers to forget it. With several conductors the update is
+conditional: one of them does it.
+
+Every step of a legitimate build writes the instance (scheduling, claim,
+spawning, reschedule), so the bound must exceed the longest single step: the
+longest spawn of your driver plus twice ``[DEFAULT] long_rpc_timeout`` (a
+compute may retry its last write for that long, then its error report as
+long again), plus how long a build message may wait in a queue (for a
+compute's ``max_concurrent_builds`` slot, or for a conductor that is down).
+The default is four times the default ``long_rpc_timeout``. A bound that is
+too short ends builds that would have finished: their compute then finds the
+instance in ERROR, removes the guest and leaves the record alone.
+
+Related options: ``[DEFAULT] long_rpc_timeout``, ``[DEFAULT]
+instance_build_timeout``, ``[DEFAULT] max_concurrent_builds``"""),
 ]
 
 

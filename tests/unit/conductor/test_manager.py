@@ -4,15 +4,19 @@ Only remotable methods of registered classes may run; every bad request comes ba
 ``ExpectedException`` whose ``exc_info`` holds the precise minisched exception, which the RPC
 layer sends to the caller without a server-side traceback.
 """
+import sqlite3
+from unittest import mock
 
 import oslo_messaging as messaging
 
 from minisched.conductor import manager as conductor_manager
 from minisched import context
+from minisched.db import engines
 from minisched import exception
 from minisched import objects
 from minisched.objects import base as objects_base
 from tests.unit import base
+from tests.unit import fakes
 from tests.unit import sqlite_databases
 
 COMPUTE = 'minisched-compute'
@@ -215,3 +219,56 @@ class TestObjectBackport(TestConductorManager):
         self.assertEqual(('1.1', '1.0'), (primitive['minisched_object.version'],
                                           cell['minisched_object.version']))
         self.assertNotIn('disabled', cell['minisched_object.data'])
+
+
+class TestTransientDatabaseErrors(TestConductorManager):
+    """A database that is locked (as a server that is away) answers DBTransientError."""
+
+    def setUp(self):
+        super().setUp()
+        # No waiting for the lock: SQLite's busy timeout and sqlite3's own are both 0.
+        patcher = mock.patch.object(engines, 'SQLITE_BUSY_TIMEOUT_MS', 0)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.flags(group='database', connection_parameters='timeout=0')
+        engines.configure(self.conf)
+        engines.dispose_all()
+
+    def setup_lock(self):
+        engines.dispose_all()  # pooled connections would keep the lock from being taken
+        holder = sqlite3.connect(self.main_url[len('sqlite:///'):], isolation_level=None)
+        self.addCleanup(holder.close)
+        holder.execute('PRAGMA locking_mode=EXCLUSIVE')
+        holder.execute('BEGIN EXCLUSIVE')
+        return holder
+
+    def test_locked_database_is_answered_as_transient_and_logged_once(self):
+        self._create_service()
+        self.setup_lock()
+        with self.assertLogs(conductor_manager.LOG, 'WARNING') as logs:
+            error = self._assert_expected(exception.DBTransientError, self._class_action,
+                                          'Service', 'get_by_host_and_binary',
+                                          ('host1', COMPUTE))
+        self.assertIn('database is locked', error.format_message())
+        self.assertEqual(1, len(logs.records))
+        message = logs.records[0].getMessage()
+        self.assertIn('Service.get_by_host_and_binary', message)
+        self.assertIsNone(logs.records[0].exc_info)
+
+    def test_object_action_on_a_locked_database_is_transient_too(self):
+        instance = objects.Instance(self.ctxt, uuid=base.uuids.instance, vm_state='building',
+                                    flavor=fakes.fake_flavor())
+        instance.create()
+        self.setup_lock()
+        # A read: writes first retry a lock for seconds (``minisched.db.utils.writer``).
+        self._assert_expected(exception.DBTransientError, self.conductor.object_action,
+                              self.ctxt, instance, 'refresh', (), {})
+
+    def test_other_database_errors_reach_the_caller_as_they_are(self):
+        # A missing table is a bug: not transient, raised unchanged (a RemoteError for the
+        # caller, logged with its traceback by oslo.messaging).
+        from oslo_db import exception as db_exc
+        with mock.patch('minisched.db.main.api.service_get_by_host_and_binary',
+                        side_effect=db_exc.DBNonExistentTable('services')):
+            self.assertRaises(db_exc.DBNonExistentTable, self._class_action, 'Service',
+                              'get_by_host_and_binary', ('host1', COMPUTE))
