@@ -4,6 +4,8 @@ import logging
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from minisched import exception
+
 LOG = logging.getLogger(__name__)
 
 #: Seconds before the first state report after a service joins.
@@ -73,6 +75,12 @@ class DbDriver:
                 service.model_disconnected = True
                 LOG.warning('Lost connection to minisched-conductor for reporting service '
                             'status.')
+        except exception.DBTransientError as exc:
+            # The conductor answers, its database does not: one line, not a traceback
+            # every report_interval.
+            if not getattr(service, 'model_disconnected', False):
+                service.model_disconnected = True
+                LOG.warning('Cannot report service status: %s', exc.format_message())
         except Exception:
             LOG.exception('Unexpected error while reporting service status')
             service.model_disconnected = True

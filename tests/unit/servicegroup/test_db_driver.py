@@ -6,6 +6,7 @@ import oslo_messaging as messaging
 from oslo_utils import timeutils
 
 from minisched import context
+from minisched import exception
 from minisched import objects
 from minisched import servicegroup
 from minisched.servicegroup.drivers import db
@@ -183,6 +184,20 @@ class TestReportState(_DriverTestCase):
         self.assertIn('Lost connection', logs.output[0])
         self.assertTrue(self.service.model_disconnected)
         self.assertEqual(2, len(self.conductor.calls))
+
+    def test_conductor_database_outage_is_one_line_then_recovery(self):
+        self._fail_saves_with(exception.DBTransientError(reason='connection refused'))
+        with self.assertLogs(_LOGGER, 'WARNING') as logs:
+            for _ in range(3):
+                self.driver._report_state(self.service)
+        self.assertEqual(1, len(logs.records))
+        self.assertIn('Cannot report service status', logs.output[0])
+        self.assertIn('connection refused', logs.output[0])
+        self.assertIsNone(logs.records[0].exc_info)
+        self._succeed_saves()
+        with self.assertLogs(_LOGGER, 'INFO') as logs:
+            self.driver._report_state(self.service)
+        self.assertIn('Recovered', logs.output[-1])
 
     def test_recovery_after_timeout_is_logged(self):
         self._fail_saves_with(messaging.MessagingTimeout('no conductor'))
