@@ -19,6 +19,11 @@ class ComputeDriver(abc.ABC):
     def init_host(self, host):
         """Prepare the driver for ``host`` (decides the node names)."""
 
+    def check_config(self, host):
+        """Raise ConfigInvalid, naming the option, for settings the driver cannot run
+        ``host`` with. Called by ``minisched-compute`` before it waits for the conductor, so
+        that a bad value stops it at once; must have no side effects."""
+
     @abc.abstractmethod
     def get_available_nodes(self, refresh=False):
         """Names of the nodes this driver manages."""

@@ -54,6 +54,10 @@ class FakeDriver(driver.ComputeDriver):
         self._numa_json = self._numa_topology_json()
         self._pci_json = jsonutils.dumps(pci_devices(opts.pci_devices))
 
+    def check_config(self, host):
+        # init_host only reads options into this object: a throwaway copy checks them.
+        type(self)(self.conf).init_host(host)
+
     def get_available_nodes(self, refresh=False):
         return list(self._nodes)
 
