@@ -14,6 +14,7 @@ names them, end in ERROR with a fault naming the field, as a build that failed t
 import contextlib
 import copy
 import logging
+import time
 import traceback
 
 import oslo_messaging as messaging
@@ -40,6 +41,8 @@ LOG = logging.getLogger(__name__)
 
 #: select_destinations tries before a build gives up on a scheduler that does not answer.
 SCHEDULE_ATTEMPTS = 3
+#: Seconds a host's cell, once read, is used without reading its host mapping again.
+HOST_CELL_SECONDS = 30
 
 
 class ComputeTaskManager:
@@ -53,6 +56,7 @@ class ComputeTaskManager:
         self.query_client = query.SchedulerQueryClient(conf)
         self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
         self.notifier = rpc.get_notifier('compute_task', host)
+        self._host_cells = {}  # host -> (CellMapping or None, when it was read)
 
     # -- RPC methods ---------------------------------------------------------------------
 
@@ -208,16 +212,12 @@ class ComputeTaskManager:
                       'incomplete.', {'host': selection.service_host})
             self._bury_in_cell0(context, spec, exc, [build_request], started)
             return None
-        try:
-            build_request_obj.BuildRequest.get_by_instance_uuid(context, instance.uuid)
-        except exception.BuildRequestNotFound:
-            _build_request_gone(instance.uuid)
-            return None
+        # A build request deleted meanwhile (the user deleted the instance while it was
+        # scheduled) is found by _take, which then destroys the instance made here.
         with ms_context.target_cell(context, cell) as cctxt:
             instance._context = cctxt
-            if not _create_once(instance):
+            if not _create_once(instance, self._schedule_records(cctxt, started, None)):
                 return None
-            self._record_schedule(cctxt, instance.uuid, started, None)
         if not self._take(context, build_request, instance, cell):
             return None
         return instance
@@ -268,24 +268,38 @@ class ComputeTaskManager:
             host_list=host_list)
 
     def _cell_of_host(self, context, host):
+        """The cell ``host`` is mapped to (None without cells), a mapping remembered for
+        ``HOST_CELL_SECONDS``: one lookup per host for a burst of builds, not one per build.
+        A host does not move between cells while it runs; a new host is looked up when first
+        chosen."""
+        known = self._host_cells.get(host)
+        now = time.monotonic()
+        if known is not None and now - known[1] < HOST_CELL_SECONDS:
+            return known[0]
         try:
-            return host_mapping_obj.HostMapping.get_by_host(context, host).cell_mapping
+            cell = host_mapping_obj.HostMapping.get_by_host(context, host).cell_mapping
         except exception.HostMappingNotFound:
             if _has_cells(context):
                 raise
-            return None  # no cells mapped at all: the local [database] is the only cell
+            return None  # no cells mapped at all (yet): the local [database] is the only cell
+        self._host_cells[host] = (cell, now)
+        return cell
 
-    def _record_schedule(self, cctxt, instance_uuid, started, exc):
-        """The ``create`` action and its ``schedule`` event, with when scheduling ran."""
-        instance_action.InstanceAction.action_start(cctxt, instance_uuid,
-                                                    instance_action.CREATE, want_result=False)
-        instance_action.InstanceActionEvent.event_start(cctxt, instance_uuid, 'schedule',
-                                                        want_result=False, host=self.host)
-        tb = ''.join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]) \
-            if exc is not None else None
-        instance_action.InstanceActionEvent.event_finish_with_failure(
-            cctxt, instance_uuid, 'schedule', exc_val=_message(exc) if exc else None,
-            exc_tb=tb)
+    def _schedule_records(self, cctxt, started, exc):
+        """The rows of the ``create`` action and of its finished ``schedule`` event (from
+        when scheduling started), written with the instance (``Instance.create_with_action``)."""
+        now = timeutils.utcnow()
+        action = {'action': instance_action.CREATE, 'request_id': cctxt.request_id,
+                  'user_id': cctxt.user_id, 'project_id': cctxt.project_id,
+                  'start_time': now}
+        event = {'event': 'schedule', 'start_time': started, 'finish_time': now,
+                 'host': self.host, 'result': 'Error' if exc is not None else 'Success'}
+        if exc is not None:
+            event['details'] = _message(exc)[:255]
+            event['traceback'] = ''.join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+            action['message'] = 'Error'
+        return action, event
 
     def _bury_in_cell0(self, context, request_spec, exc, build_requests, started):
         """Create the instances in cell0 in ERROR, with the failure as an instance fault."""
@@ -306,9 +320,8 @@ class ComputeTaskManager:
                 instance._context = cctxt
                 instance.vm_state = instance_obj.ERROR
                 instance.task_state = None
-                if not _create_once(instance):
+                if not _create_once(instance, self._schedule_records(cctxt, started, exc)):
                     continue
-                self._record_schedule(cctxt, instance.uuid, started, exc)
                 instance_fault.InstanceFault.from_exception(cctxt, instance.uuid, exc,
                                                             host=None).create()
             if self._take(context, build_request, instance, cell0):
@@ -383,14 +396,15 @@ def _build_request_gone(instance_uuid):
              'message, or deleted); skipping it.', instance_uuid)
 
 
-def _create_once(instance):
-    """Create ``instance`` in its cell; False when it exists there already.
+def _create_once(instance, records):
+    """Create ``instance`` in its cell with its ``records`` (action and event rows, see
+    ``_schedule_records``); False when it exists there already.
 
     It does when an earlier delivery of the same build message created it: that delivery
     owns the build and this one stops.
     """
     try:
-        instance.create()
+        instance.create_with_action(*records)
     except exception.InstanceExists:
         LOG.info('Instance %s already exists in its cell: an earlier delivery of its build '
                  'request created it; skipping this one.', instance.uuid)

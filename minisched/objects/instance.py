@@ -144,10 +144,18 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
 
     @base.remotable
     def create(self):
+        self.create_with_action()
+
+    def create_with_action(self, action=None, event=None):
+        """:meth:`create`, with the instance's first action row (and an event of it) in the
+        same transaction: the conductor records the ``create`` action and its ``schedule``
+        event as it places the instance (see ``db.instance_create``). Not remotable: for
+        callers with database access."""
         if self.obj_attr_is_set('id'):
             raise exception.ObjectActionError(action='create', reason='already created')
         updates = self._db_values(self.obj_get_changes())
-        self._from_db_object(self._context, self, db.instance_create(self._context, updates))
+        self._from_db_object(self._context, self, db.instance_create(
+            self._context, updates, action=action, event=event))
 
     @base.remotable
     def save(self, expected_vm_state=None, expected_task_state=None):

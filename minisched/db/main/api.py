@@ -432,13 +432,23 @@ def compute_node_delete(context, compute_id):
 
 @_user_or_admin
 @utils.writer
-def instance_create(context, values):
-    """Create an instance; a user's context only in its own project (Forbidden otherwise)."""
+def instance_create(context, values, action=None, event=None):
+    """Create an instance; a user's context only in its own project (Forbidden otherwise).
+
+    With ``action`` (and ``event``): also its first instance action and an event of it, in
+    the same transaction (the conductor records the ``create`` action and its finished
+    ``schedule`` event with the instance it places: one round trip instead of four).
+    """
     ms_context.authorize_project_context(context, values.get('project_id'))
     values = _with_uuid(values)
     with utils.duplicate_as(lambda error: exception.InstanceExists(name=values['uuid'])), \
             _begin(context) as conn:
-        return utils.insert(conn, instances, values)
+        instance = utils.insert(conn, instances, values)
+        if action is not None:
+            action_row = utils.insert(conn, actions, dict(action, instance_uuid=values['uuid']))
+            if event is not None:
+                utils.insert(conn, events, dict(event, action_id=action_row['id']))
+        return instance
 
 
 @_user_or_admin
