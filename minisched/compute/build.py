@@ -49,6 +49,15 @@ class _Rescheduled(Exception):
     """Marks a build handed back to the conductor (its event ends as Error)."""
 
 
+class _NotStarted(Exception):
+    """The build did not start (the instance is gone, or another delivery or someone else
+    decided its state): ``result`` is what the build counts as."""
+
+    def __init__(self, result):
+        super().__init__(result)
+        self.result = result
+
+
 class Builder:
     """Runs one build for the compute manager that owns it."""
 
@@ -107,24 +116,12 @@ class Builder:
 
     def _do_build(self, context, instance, image, request_spec, filter_properties, node,
                   limits, host_list, kwargs):
-        try:
-            instance.vm_state = instance_obj.BUILDING
-            instance.task_state = None
-            # Only a BUILDING instance is built: a late duplicate of this message (after a
-            # restart of this compute) must not rebuild an ACTIVE or ERROR one.
-            self._save(instance, 'start of build', expected_vm_state=instance_obj.BUILDING,
-                       expected_task_state=[instance_obj.SCHEDULING, None])
-        except (exception.InstanceNotFound, exception.UnexpectedDeletingTaskStateError):
-            LOG.debug('Instance %s disappeared before build.', instance.uuid)
-            return FAILED
-        except (exception.UnexpectedVMStateError, exception.UnexpectedTaskStateError) as exc:
-            LOG.info('Not building instance %s: %s (a repeated build message).', instance.uuid,
-                     exc.format_message())
-            return DUPLICATE
         node = node or self.driver.get_available_nodes()[0]
         try:
             self._build_and_run(context, instance, image, node, limits)
             return ACTIVE
+        except _NotStarted as not_started:
+            return not_started.result
         except exception.RescheduledException as exc:
             try:
                 return self._reschedule_or_fail(context, instance, image, request_spec,
@@ -146,23 +143,55 @@ class Builder:
             self._fail(context, instance, exc)
             raise
 
+    def _claim(self, context, instance, node, limits):
+        """Claim the instance's resources and record the start of its spawn in one save.
+
+        The save writes host, node, pinned CPUs and devices (the claim's) with
+        ``task_state`` SPAWNING, on condition that the instance is still BUILDING and not
+        started (``task_state`` SCHEDULING or None): a second delivery of the build message
+        (after a restart of this compute, say) or a build that someone else ended is refused
+        by that same write, before anything is spawned (Nova writes the start of the build,
+        the claim and the spawning state in three saves). Raises :class:`_NotStarted` then.
+        """
+        instance.vm_state = instance_obj.BUILDING
+        instance.task_state = instance_obj.SPAWNING
+        tried = []
+
+        def save():
+            tried.append(1)
+            try:
+                instance.save(expected_vm_state=instance_obj.BUILDING,
+                              expected_task_state=[instance_obj.SCHEDULING, None])
+            except _STATE_CHANGED:
+                # A retry after a lost answer may find its own write there.
+                if len(tried) == 1 or not self._already(instance, {
+                        'vm_state': instance_obj.BUILDING, 'host': self.host,
+                        'task_state': instance_obj.SPAWNING, 'node': node}):
+                    raise
+        try:
+            return self._until_answered(
+                lambda: self.rt.instance_claim(context, instance, node, limits, save=save),
+                'claim of instance %s' % instance.uuid)
+        except (exception.InstanceNotFound, exception.UnexpectedDeletingTaskStateError):
+            LOG.debug('Instance %s disappeared before build.', instance.uuid)
+            raise _NotStarted(FAILED)
+        except _STATE_CHANGED as exc:
+            # Only a BUILDING instance is built: a late duplicate of this message must not
+            # rebuild an ACTIVE or ERROR one, nor one another delivery is building.
+            LOG.info('Not building instance %s: %s (a repeated build message).', instance.uuid,
+                     exc.format_message())
+            raise _NotStarted(DUPLICATE)
+
     def _build_and_run(self, context, instance, image, node, limits):
         try:
-            claim = self._until_answered(
-                lambda: self.rt.instance_claim(context, instance, node, limits),
-                'claim of instance %s' % instance.uuid)
-            with claim:
-                instance.task_state = instance_obj.SPAWNING
-                # Still BUILDING: the stuck-build check may have ended a build this slow.
-                self._save(instance, 'spawning', expected_vm_state=instance_obj.BUILDING,
-                           expected_task_state=None)
+            with self._claim(context, instance, node, limits):
                 self.driver.spawn(context, instance, image, injected_files=[],
                                   admin_password=None, allocations=None)
         except exception.ComputeResourcesUnavailable as exc:
             LOG.debug('Build of %s failed: %s', instance.uuid, exc.format_message())
             raise exception.RescheduledException(instance_uuid=instance.uuid,
                                                  reason=exc.format_message())
-        except (exception.BuildAbortException, exception.InstanceNotFound,
+        except (exception.BuildAbortException, exception.InstanceNotFound, _NotStarted,
                 *_STATE_CHANGED):
             raise
         except Exception as exc:

@@ -186,11 +186,13 @@ class ResourceTracker:
 
     # -- claims ---------------------------------------------------------------------------
 
-    def instance_claim(self, context, instance, nodename, limits=None):
+    def instance_claim(self, context, instance, nodename, limits=None, save=None):
         """Reserve ``instance``'s resources on ``nodename``; raises ComputeResourcesUnavailable.
 
         On success the instance records its host and node, its NUMA topology as fitted to the
-        node (host CPUs pinned) and the PCI devices handed to it, in one save. Returns a
+        node (host CPUs pinned) and the PCI devices handed to it, in one save: ``save()``
+        (``instance.save()`` by default; the builder's also writes the start of the spawn,
+        conditionally). A save that raises leaves nothing claimed. Returns a
         :class:`~minisched.compute.claims.Claim` (a context manager that gives the resources
         back if the block raises).
         """
@@ -209,7 +211,7 @@ class ResourceTracker:
             instance.node = nodename
             instance.launched_on = self.host
             try:
-                instance.save()
+                (save or instance.save)()
             except Exception:
                 pci_tracker.free_instance(instance)
                 raise
