@@ -5,6 +5,12 @@ computes of mixed sizes run as real child processes on it; without one, everythi
 this one process on oslo.messaging's in-memory ``fake://`` transport. The databases are the
 embedded SQLite default under the state directory in both cases.
 
+With ``rabbit_nodes`` (``--rabbit-nodes 3``) the cluster brings its own RabbitMQ: that many
+nodes joined into one cluster under ``<state dir>/rabbit`` (``minisched.rabbit_cluster``), and
+every service gets a transport URL naming all of them with quorum queues on (the settings in
+:data:`QUORUM_OPTIONS`, those the README describes). ``down`` stops the nodes and removes
+their data.
+
 The config holds the broker's password, so the state directory is made 0700 and every file
 written into it 0600, from their creation (``os.open`` with the mode: no moment when another
 user could read them). An existing directory or file with looser permissions is tightened,
@@ -23,23 +29,34 @@ COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
 #: Flavors the demo boots, cycled: (name, memory_mb, vcpus, root_gb).
 DEMO_FLAVORS = (('m1.small', 2048, 1, 20), ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80))
 SERVICES_FILE = 'cluster.json'
+#: Where the cluster's own RabbitMQ nodes keep their data, under the state directory.
+RABBIT_DIR = 'rabbit'
+#: ``[oslo_messaging_rabbit]`` of a cluster with its own RabbitMQ nodes: topic, reply and
+#: fanout queues replicated on every node (quorum queues), fanout through streams (which
+#: need a consumer prefetch).
+QUORUM_OPTIONS = (('rabbit_quorum_queue', 'true'), ('rabbit_transient_quorum_queue', 'true'),
+                  ('rabbit_stream_fanout', 'true'), ('rabbit_qos_prefetch_count', '100'))
 #: Permissions of the state directory and of the files written into it.
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
 
 def probe_rabbit(url, timeout=2.0):
-    """True when an AMQP broker accepts a connection at ``url`` (a rabbit:// URL)."""
+    """True when an AMQP broker accepts a connection at ``url`` (a rabbit:// URL; with
+    several hosts, ``rabbit://u:p@h1:5672,u:p@h2:5672/``, when any of them does)."""
     import pika
-    parsed = urllib.parse.urlsplit(url.split(',')[0])
-    credentials = pika.PlainCredentials(urllib.parse.unquote(parsed.username or 'guest'),
-                                        urllib.parse.unquote(parsed.password or 'guest'))
-    vhost = urllib.parse.unquote(parsed.path[1:]) if len(parsed.path) > 1 else '/'
-    params = pika.ConnectionParameters(host=parsed.hostname or '127.0.0.1',
-                                       port=parsed.port or 5672, virtual_host=vhost,
-                                       credentials=credentials, socket_timeout=timeout,
-                                       blocked_connection_timeout=timeout,
-                                       connection_attempts=1, stack_timeout=timeout)
+    scheme, _, rest = url.partition('://')
+    netlocs, slash, path = rest.partition('/')
+    params = []
+    for netloc in netlocs.split(','):
+        parsed = urllib.parse.urlsplit('%s://%s%s%s' % (scheme, netloc, slash, path))
+        credentials = pika.PlainCredentials(urllib.parse.unquote(parsed.username or 'guest'),
+                                            urllib.parse.unquote(parsed.password or 'guest'))
+        vhost = urllib.parse.unquote(parsed.path[1:]) if len(parsed.path) > 1 else '/'
+        params.append(pika.ConnectionParameters(
+            host=parsed.hostname or '127.0.0.1', port=parsed.port or 5672,
+            virtual_host=vhost, credentials=credentials, socket_timeout=timeout,
+            blocked_connection_timeout=timeout, connection_attempts=1, stack_timeout=timeout))
     try:
         pika.BlockingConnection(params).close()
         return True
@@ -50,13 +67,15 @@ def probe_rabbit(url, timeout=2.0):
 class LocalCluster:
     """Files and processes of one local cluster under ``state_dir``."""
 
-    def __init__(self, state_dir, computes=3, transport_url=None, out=None):
+    def __init__(self, state_dir, computes=3, transport_url=None, out=None, rabbit_nodes=0):
         self.state_dir = os.path.abspath(state_dir)
         self.computes = computes
         self.transport_url = transport_url
         self.out = out or sys.stdout
         self.config_file = os.path.join(self.state_dir, 'minisched.conf')
         self.procs = {}
+        self.rabbit_nodes = rabbit_nodes
+        self.rabbit = None  # the RabbitMQ cluster this command started, if any
 
     def say(self, message):
         self.out.write(message + '\n')
@@ -113,6 +132,8 @@ class LocalCluster:
             'workers = 1',
             'discover_hosts_in_cells_interval = -1',
         ]
+        if self.rabbit_nodes and not fake:
+            lines += ['[oslo_messaging_rabbit]'] + ['%s = %s' % item for item in QUORUM_OPTIONS]
         if fake:
             lines.insert(1, 'log_file = %s' % os.path.join(self.state_dir, 'services.log'))
             sizes = ','.join('%s:%d/%d/%d' % (name, *size) for name, size in zip(
@@ -146,6 +167,66 @@ class LocalCluster:
         self.manage('api_db', 'sync')
         self.manage('db', 'sync')
         self.manage('cell', 'simple_cell_setup')
+
+    # -- its own RabbitMQ -----------------------------------------------------------------
+
+    @property
+    def rabbit_dir(self):
+        return os.path.join(self.state_dir, RABBIT_DIR)
+
+    def start_rabbit(self, detach=False):
+        """Start ``rabbit_nodes`` RabbitMQ nodes joined into a cluster; the services' transport
+        URL names them all. ``detach``: the nodes outlive this command (``down`` stops them);
+        otherwise they die with it."""
+        from minisched import rabbit_cluster
+        if self.has_rabbit():
+            raise RuntimeError('RabbitMQ nodes of an earlier cluster are recorded in %s: run '
+                               '"minisched-cluster --state-dir %s down" first'
+                               % (self.rabbit_dir, self.state_dir))
+        self.make_state_dir()
+        self.say('Starting a %d-node RabbitMQ cluster under %s...' % (self.rabbit_nodes,
+                                                                      self.rabbit_dir))
+        self.rabbit = rabbit_cluster.Cluster(self.rabbit_dir, size=self.rabbit_nodes,
+                                             watchdog=not detach)
+        try:
+            self.rabbit.start()
+        except (rabbit_cluster.BrokerError, OSError) as exc:
+            tails = self.rabbit.log_tails(10)
+            self.rabbit.close()
+            self.rabbit = None
+            raise RuntimeError('the RabbitMQ cluster did not start: %s\n%s' % (exc, tails))
+        self.transport_url = self.rabbit.transport_url
+        for node in self.rabbit.nodes:
+            self.say('  %s: AMQP on 127.0.0.1:%d' % (node.nodename, node.port))
+
+    def stop_rabbit(self):
+        """Stop this cluster's RabbitMQ nodes (started here or recorded by a detached ``up``)
+        and remove their data; returns how many were running."""
+        from minisched import rabbit_cluster
+        if self.rabbit is not None:
+            running = sum(1 for node in self.rabbit.nodes if node.pid)
+            self.rabbit.close()
+            self.rabbit = None
+            return running
+        return rabbit_cluster.stop_recorded(self.rabbit_dir)
+
+    def has_rabbit(self):
+        """True when RabbitMQ nodes of this cluster are recorded (running or not)."""
+        from minisched import rabbit_cluster
+        return bool(rabbit_cluster.recorded_status(self.rabbit_dir))
+
+    def rabbit_status(self):
+        """Lines describing the cluster's RabbitMQ nodes ([] when it has none)."""
+        from minisched import rabbit_cluster
+        nodes = rabbit_cluster.recorded_status(self.rabbit_dir)
+        if not nodes:
+            return []
+        lines = ['RabbitMQ nodes (%s):' % self.rabbit_dir]
+        lines += ['  %-20s 127.0.0.1:%-6d %s' % node for node in nodes]
+        if any(state == 'running' for _name, _port, state in nodes):
+            members = rabbit_cluster.Cluster.load(self.rabbit_dir).running_nodes()
+            lines.append('  running cluster members: %s' % (', '.join(members) or 'none'))
+        return lines
 
     # -- processes ------------------------------------------------------------------------
 
@@ -228,6 +309,10 @@ class LocalCluster:
         path = os.path.join(self.state_dir, SERVICES_FILE)
         if os.path.exists(path):
             os.unlink(path)
+
+    def running_services(self):
+        """``{name: pid}`` of the services a detached ``up`` recorded that still run."""
+        return {name: pid for name, pid in self.saved_pids().items() if _alive(pid)}
 
     def saved_pids(self):
         path = os.path.join(self.state_dir, SERVICES_FILE)

@@ -24,6 +24,13 @@ Bindings (``exchange`` is ``[DEFAULT] control_exchange``):
   <vhost>``; it costs broker throughput, turn it off with ``trace_off``). Without it calls
   show no reply time.
 
+On a RabbitMQ cluster (a transport URL naming several nodes) the tap connects to one node; its
+queue is an exclusive classic queue of that node whatever type the services' queues are
+(quorum, or streams for fanout with ``rabbit_stream_fanout``: the tap binds next to them, it
+never declares or consumes theirs). When that node goes away the tap connects to another one
+and declares and binds its queue again: what was published in between is not seen, and a note
+says so. The firehose is per node: ``rabbitmqctl trace_on`` on every node of the cluster.
+
 Every message becomes an *event*: a JSON-able dict (see ``Decoder.handle``), printed one per
 line by ``format_text`` or ``format_json``. The decoding and summary functions need no broker.
 """
@@ -562,8 +569,12 @@ class Tap:
 
     ``open()`` connects, declares the tap's queue and binds what exists; ``run(emit)`` calls
     ``emit(event)`` for each message until ``stop()``, ``count`` events or ``timeout`` seconds.
-    ``note(text)`` receives progress lines (bindings made or awaited), meant for stderr.
+    ``note(text)`` receives progress lines (bindings made or awaited, a move to another node
+    of a cluster), meant for stderr.
     """
+
+    #: Seconds the tap tries the other nodes of a cluster URL after losing its connection.
+    FAILOVER_SECONDS = 30.0
 
     def __init__(self, url, exchange, topics=None, firehose=True, retry_interval=2.0,
                  note=None):
@@ -602,16 +613,57 @@ class Tap:
 
     def open(self):
         try:
-            self._connection = pika.BlockingConnection(connection_parameters(self.url))
-            self._channel = self._connection.channel()
-            self._channel.queue_declare(self.queue, exclusive=True, auto_delete=True)
-            self._channel.basic_consume(self.queue, self._on_message, auto_ack=True)
-            self._bind_missing()
+            self._connect(connection_parameters(self.url))
         except pika_exc.AMQPError as exc:
             self.close()
             raise TapError('cannot reach RabbitMQ at %s: %s'
                            % (describe_url(self.url), describe_error(exc)))
         return self
+
+    def _connect(self, params):
+        """Connect to the first of ``params`` that answers; declare, consume, bind."""
+        self._connection = pika.BlockingConnection(params)
+        self._channel = self._connection.channel()
+        self._control = None
+        # Exclusive (hence classic, on the node we are connected to) and auto-delete: it
+        # goes away with our connection, whatever queue types the services use.
+        self._channel.queue_declare(self.queue, exclusive=True, auto_delete=True)
+        self._channel.basic_consume(self.queue, self._on_message, auto_ack=True)
+        self._bind_missing()
+
+    def _fail_over(self, exc):
+        """After the connection was lost: connect to another node of a cluster URL within
+        :attr:`FAILOVER_SECONDS` (the lost one is tried last), declare and bind the queue
+        again. Raises TapError with a single node, or when none answers."""
+        lost = getattr(getattr(self._connection, '_impl', None), 'params', None)
+        params = connection_parameters(self.url)
+        if len(params) < 2:
+            raise TapError('connection to RabbitMQ lost: %s' % describe_error(exc))
+        params.sort(key=lambda p: lost is not None and (p.host, p.port) == (lost.host,
+                                                                            lost.port))
+        self.close()
+        self.bound.clear()  # the new queue has no binding yet
+        self.reply_queues.clear()
+        deadline = time.monotonic() + self.FAILOVER_SECONDS
+        while not self._stopping:
+            try:
+                self._connect(params)
+                break
+            except pika_exc.AMQPError as retry_exc:
+                self.close()
+                if time.monotonic() >= deadline:
+                    raise TapError('connection to RabbitMQ lost (%s), and no node of %s '
+                                   'answered within %d s: %s' % (
+                                       describe_error(exc), describe_url(self.url),
+                                       self.FAILOVER_SECONDS, describe_error(retry_exc)))
+                time.sleep(1)
+        if self._connection is None:  # stopped meanwhile
+            return
+        now = getattr(self._connection._impl, 'params', None)
+        self.note('connection to %s lost (%s); tapping through %s now: messages published '
+                  'in between were not seen' % (
+                      '%s:%s' % (lost.host, lost.port) if lost else 'RabbitMQ',
+                      describe_error(exc), '%s:%s' % (now.host, now.port) if now else '?'))
 
     def close(self):
         connection, self._connection = self._connection, None
@@ -635,19 +687,20 @@ class Tap:
         self._emit, self._count = emit, count
         deadline = None if timeout is None else time.monotonic() + timeout
         next_retry = time.monotonic() + self.retry_interval
-        try:
-            while not self._stopping:
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    break
+        while not self._stopping:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                break
+            try:
                 if now >= next_retry:
                     self._bind_missing()
                     next_retry = now + self.retry_interval
                 limit = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
                 self._connection.process_data_events(time_limit=limit)
-        except pika_exc.AMQPError as exc:
-            if not self._stopping:
-                raise TapError('connection to RabbitMQ lost: %s' % describe_error(exc))
+            except pika_exc.AMQPError as exc:
+                if self._stopping:
+                    break
+                self._fail_over(exc)
         return self.emitted
 
     # -- bindings

@@ -3,7 +3,9 @@
 ``up`` writes a config under the state directory, syncs the databases, maps the cells,
 starts the conductor, the scheduler and N fake computes and discovers them; ``demo`` does
 that, boots a batch of instances, prints where they landed and each host's usage, and
-stops everything; ``status`` lists the services; ``down`` stops a detached cluster.
+stops everything; ``status`` lists the services (and the cluster's RabbitMQ nodes); ``down``
+stops a detached cluster. With ``--rabbit-nodes N`` the cluster starts N RabbitMQ nodes of its
+own, joined into one RabbitMQ cluster, and runs on them with quorum queues.
 """
 import argparse
 import os
@@ -27,6 +29,11 @@ def _parser():
                         help='RabbitMQ to use when reachable (default: %(default)s)')
     parser.add_argument('--computes', type=int, default=3,
                         help='number of fake computes, of mixed sizes (default: 3)')
+    parser.add_argument('--rabbit-nodes', type=int, default=0, metavar='N',
+                        help='start N RabbitMQ nodes of the cluster\'s own (on loopback, data '
+                             'under STATE_DIR/rabbit), joined into one RabbitMQ cluster, and '
+                             'run the services on all of them with quorum queues, instead of '
+                             '--transport-url (3 is the usual size; down removes them)')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     up = sub.add_parser('up', help='start the cluster (foreground until Ctrl-C, or --detach)')
     up.add_argument('--detach', action='store_true', help='leave it running and return')
@@ -42,30 +49,51 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     if args.computes < 1:
         _parser().error('--computes must be at least 1')
+    if args.rabbit_nodes < 0:
+        _parser().error('--rabbit-nodes must not be negative')
     cluster = localcluster.LocalCluster(args.state_dir, computes=args.computes,
-                                        transport_url=args.transport_url)
+                                        transport_url=args.transport_url,
+                                        rabbit_nodes=args.rabbit_nodes)
+    detach = args.command == 'up' and args.detach
+    if args.command in ('up', 'demo') and cluster.running_services():
+        # Starting again here would overwrite its records (and leave it running unseen).
+        sys.stderr.write('minisched-cluster: error: a cluster started with "up --detach" is '
+                         'running under %s: stop it first (minisched-cluster --state-dir %s '
+                         'down)\n' % (cluster.state_dir, cluster.state_dir))
+        return 1
     try:
         if args.command == 'down':
             return _down(cluster)
         if args.command == 'status':
             return _status(cluster)
-        fake = not localcluster.probe_rabbit(args.transport_url)
-        if fake:
+        fake = False
+        if args.rabbit_nodes:
+            cluster.start_rabbit(detach=detach)
+            cluster.say('Using the cluster\'s %d RabbitMQ nodes, with quorum queues.'
+                        % args.rabbit_nodes)
+        elif localcluster.probe_rabbit(args.transport_url):
+            cluster.say('Using RabbitMQ at %s.' % _masked(args.transport_url))
+        else:
+            fake = True
             cluster.say('No RabbitMQ at %s: running all services in this process on the '
                         'in-memory fake:// transport.' % _masked(args.transport_url))
-        else:
-            cluster.say('Using RabbitMQ at %s.' % _masked(args.transport_url))
         if args.command == 'up':
-            return _up(cluster, fake, detach=args.detach)
+            return _up(cluster, fake, detach=detach)
         return _demo(cluster, fake, args.instances)
     except KeyboardInterrupt:
         cluster.say('Interrupted; stopping.')
-        cluster.stop_processes()
+        _stop_all(cluster)
         return 130
     except RuntimeError as exc:
         sys.stderr.write('minisched-cluster: error: %s\n' % exc)
-        cluster.stop_processes()
+        _stop_all(cluster)
         return 1
+
+
+def _stop_all(cluster):
+    cluster.stop_processes()
+    if cluster.rabbit is not None:
+        cluster.stop_rabbit()
 
 
 def _masked(url):
@@ -134,6 +162,8 @@ def _stop(cluster, launcher):
         launcher.stop()
     else:
         cluster.stop_processes()
+    if cluster.rabbit is not None:
+        cluster.stop_rabbit()
     cluster.say('Stopped.')
 
 
@@ -171,16 +201,22 @@ def _status(cluster):
         sys.stderr.write('minisched-cluster: no cluster under %s\n' % cluster.state_dir)
         return 1
     sys.stdout.write(cluster.manage('service', 'list'))
+    for line in cluster.rabbit_status():
+        cluster.say(line)
     return 0
 
 
 def _down(cluster):
     pids = cluster.saved_pids()
-    if not pids:
+    if pids:
+        cluster.stop_processes(pids)
+        cluster.say('Stopped %d service(s).' % len(pids))
+    had_nodes = cluster.has_rabbit()
+    if had_nodes:
+        count = cluster.stop_rabbit()
+        cluster.say('Stopped %d RabbitMQ node(s) and removed their data.' % count)
+    if not pids and not had_nodes:
         cluster.say('No detached cluster is running under %s.' % cluster.state_dir)
-        return 0
-    cluster.stop_processes(pids)
-    cluster.say('Stopped %d service(s).' % len(pids))
     return 0
 
 

@@ -99,6 +99,15 @@ def pika_parameters(transport_url, timeout=5):
                                      socket_timeout=timeout, blocked_connection_timeout=timeout)
 
 
+def all_pika_parameters(transport_url, timeout=5):
+    """pika connection parameters for every host of a (multi-host) ``rabbit://`` URL: a
+    ``BlockingConnection`` given the list tries them in turn, as oslo.messaging fails over."""
+    head, _, rest = transport_url.partition('://')
+    netlocs, slash, path = rest.partition('/')
+    return [pika_parameters('%s://%s%s%s' % (head, netloc, slash, path), timeout)
+            for netloc in netlocs.split(',')]
+
+
 def check_rabbit(transport_url):
     """Skip (or, under CI, fail) unless a broker answers at ``transport_url``."""
     try:
@@ -307,14 +316,20 @@ class Cluster:
         log_path = os.path.join(self.workdir, name + '.log')
         with open(log_path, 'w') as log:
             # A session of its own, so that a stuck launcher is killed with its workers.
-            popen = subprocess.Popen([script(binary), '--config-file', self.conf_file,
-                                      '--config-file', own_conf],
+            popen = subprocess.Popen(self.command(name, [script(binary), '--config-file',
+                                                         self.conf_file, '--config-file',
+                                                         own_conf]),
                                      stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.processes[name] = Process(name, binary, topic, host, popen, log_path, ready_count)
         if wait:
             self.wait_ready(name)
         return self.processes[name]
+
+    def command(self, name, argv):
+        """The command line starting service ``name`` (a subclass may wrap it, e.g. to run it
+        in a network namespace: ``tests/functional/netns.py``)."""
+        return argv
 
     def wait_ready(self, *names, timeout=START_TIMEOUT):
         """Wait until each named service logged "<binary> ready" (once per worker)."""
@@ -361,13 +376,20 @@ class Cluster:
         return {process.name: process.popen.returncode for process in processes}
 
     def cleanup_broker(self):
-        """Delete this cluster's exchange and, in a vhost of its own, its services' queues."""
-        connection = pika.BlockingConnection(pika_parameters(self.transport_url))
+        """Delete this cluster's exchange and, in a vhost of its own, its services' queues.
+
+        Quorum queues are deleted as classic ones are; with ``rabbit_stream_fanout`` each topic
+        also has a ``<topic>_fanout`` stream, which outlives its consumers (deleting a queue
+        that does not exist succeeds). Any node of a cluster URL will do.
+        """
+        connection = pika.BlockingConnection(all_pika_parameters(self.transport_url))
         try:
             channel = connection.channel()
             channel.exchange_delete(self.control_exchange)
             if self.own_vhost:
-                for queue in {q for p in self.processes.values() for q in p.queues}:
+                queues = {q for p in self.processes.values() for q in p.queues}
+                queues |= {'%s_fanout' % p.queues[0] for p in self.processes.values()}
+                for queue in queues:
                     channel.queue_delete(queue)
         finally:
             connection.close()
