@@ -531,16 +531,25 @@ def _numa_membw_values(name, values):
     return {key: int(value) for key, value in values.items()}
 
 
+class MetricList(list):
+    """A host's metrics: Metric tuples, with ``to_list()`` as Nova's MonitorMetricList has."""
+
+    def to_list(self):
+        """The metrics as dicts of their reported fields (Nova's ``MonitorMetric.to_dict``)."""
+        return [{name: value for name, value in metric._asdict().items() if value is not None}
+                for metric in self]
+
+
 def _metrics_from_json(raw):
     if not raw or raw == '[]':
-        return []
+        return MetricList()
     try:
         items = json.loads(raw) if isinstance(raw, str) else raw
         iter(items)
     except (ValueError, TypeError):
         LOG.warning('Ignoring malformed metrics %r', raw)
-        return []
-    metrics = []
+        return MetricList()
+    metrics = MetricList()
     for item in items:
         try:
             metrics.append(_metric(item))

@@ -287,11 +287,26 @@ class Redirector:
 SHARED_EXCEPTIONS = ('ComputeHostMetricNotFound',)
 
 
+#: minisched modules whose object layer, here, is Nova's: ``{module: {name: Nova module}}``.
+#: ImagePropertiesWeigher reads the host's instances through ``objects`` (CellMapping,
+#: InstanceList.fill_metadata, Instance.image_meta) and ``ms_context`` (admin context,
+#: target_cell) with Nova's names and calls; Nova's tests stub and count exactly those, on
+#: Nova's objects, as they hand Nova's objects to every other plugin.
+DATA_LAYERS = {
+    'minisched.scheduler.weights.image_props': {
+        'objects': 'nova.objects', 'ms_context': 'nova.context', 'exception': 'nova.exception'},
+    # HostState parses a compute node's numa_topology text with objects.NUMATopology: Nova's
+    # tests give it Nova's text and expect Nova's object back.
+    'minisched.scheduler.host_state': {'objects': 'nova.objects'},
+}
+
+
 def redirect_after_import():
     """The redirections of names inside Nova modules (call once Nova is imported).
 
     ``nova.servicegroup.API`` becomes minisched's (ComputeFilter's), and the exceptions of
-    :data:`SHARED_EXCEPTIONS` minisched's, so that Nova's ``assertRaises`` catch them.
+    :data:`SHARED_EXCEPTIONS` minisched's, so that Nova's ``assertRaises`` catch them; the
+    modules of :data:`DATA_LAYERS` read through Nova's objects and context.
     """
     import nova.exception
     import nova.servicegroup
@@ -301,3 +316,7 @@ def redirect_after_import():
     nova.servicegroup.API = servicegroup.API
     for name in SHARED_EXCEPTIONS:
         setattr(nova.exception, name, getattr(exception, name))
+    for module_name, names in DATA_LAYERS.items():
+        module = importlib.import_module(module_name)
+        for name, nova_module in names.items():
+            setattr(module, name, importlib.import_module(nova_module))

@@ -19,9 +19,6 @@ from tests.nova_compat import client
 
 _PREFIX = 'nova.tests.unit.scheduler.'
 _PLACEMENT = 'needs Placement allocation candidates: '
-_CELL_DB = ("reads the instances' image properties through Nova's cell database layer, which "
-            'the test mocks (nova.objects.InstanceList.fill_metadata, ImageMeta.from_instance); '
-            'minisched reads its own cell databases through minisched.objects')
 
 #: Nova tests that cannot pass against minisched, and why.
 EXCLUDED = {
@@ -50,24 +47,6 @@ EXCLUDED = {
     'test_filter_fails_if_no_matching_candidate_left':
         _PLACEMENT + 'the host must fail once no host_state.allocation_candidates entry '
         'has the devices',
-    # -- Nova's cell database layer, mocked by the test --
-    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
-    'test_multiplier_linux':
-        _CELL_DB,
-    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
-    'test_multiplier_pc':
-        _CELL_DB,
-    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
-    'test_multiplier_per_property':
-        _CELL_DB,
-    _PREFIX + 'weights.test_weights_image_props.ImagePropertiesWeigherTestCase.'
-    'test_multiplier_windows_and_pc':
-        _CELL_DB,
-    _PREFIX + 'weights.test_weights_image_props.TestTargetCellCalled.'
-    'test_target_cell_called':
-        "asserts the calls the weigher makes to Nova's cell database layer "
-        '(nova.context.get_admin_context, set_target_cell, CellMapping.get_by_uuid, '
-        'InstanceList.fill_metadata); minisched calls minisched.context and minisched.objects',
     # -- Nova's HostState internals --
     _PREFIX + 'test_host_manager.HostStateTestCase.'
     'test_stat_consumption_from_compute_node':
@@ -78,12 +57,6 @@ EXCLUDED = {
         'asserts consume_from_request() calls nova.virt.hardware.numa_fit_instance_to_host '
         'and numa_usage_from_instance_numa, nova.objects.Instance and nova.utils.synchronized '
         "(all mocked); minisched's HostState uses minisched.virt.hardware and its own lock",
-    _PREFIX + 'test_host_manager.HostStateTestCase.'
-    'test_resources_consumption_from_compute_node':
-        'asserts update() builds nova.objects.NUMATopology from a compute node whose '
-        'numa_topology is a Nova-namespaced primitive, and nova.objects.MonitorMetricList '
-        "metrics (to_list()); minisched's HostState builds minisched's NUMATopology and "
-        'a list of Metric tuples',
 }
 
 _MISSING = client.missing()

@@ -11,8 +11,7 @@ are read from their ``system_metadata``, in their cell's database.
 """
 from minisched import context as ms_context
 from minisched import exception
-from minisched.objects import cell_mapping as cell_mapping_obj
-from minisched.objects import instance as instance_obj
+from minisched import objects
 from minisched.scheduler import host_manager
 from minisched.scheduler import utils as scheduler_utils
 from minisched.scheduler import weights
@@ -46,7 +45,7 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
         if self._config() == 0.0:
             return 0.0
         requested = _props(weight_properties.image)
-        if not requested or not host_state.instances:
+        if not requested:
             return 0.0  # nothing can be shared: no need to read
         existing = _existing_props(host_state)
         weight = 0.0
@@ -61,19 +60,26 @@ class ImagePropertiesWeigher(weights.BaseHostWeigher):
 
 
 def _existing_props(host_state):
-    """``[(name, str(value))]`` of every image property of every instance on the host."""
+    """``[(name, str(value))]`` of every image property of every instance on the host.
+
+    Read as Nova reads them, host by host: the host's cell mapping, then the instances'
+    system metadata in that cell (one query; none when the host has no instance). A host
+    whose cell is gone has none; an instance deleted meanwhile counts as having none.
+    """
     context = ms_context.get_admin_context()
     cell = None
     if host_state.cell_uuid != host_manager.LOCAL_CELL_UUID:
         try:
-            cell = cell_mapping_obj.CellMapping.get_by_uuid(context, host_state.cell_uuid)
+            cell = objects.CellMapping.get_by_uuid(context, host_state.cell_uuid)
         except exception.CellMappingNotFound:
             return []
     with ms_context.target_cell(context, cell) as cctxt:
-        instances = instance_obj.InstanceList(
-            cctxt, objects=list(host_state.instances.values()))
+        instances = objects.InstanceList(cctxt, objects=list(host_state.instances.values()))
         instances.fill_metadata()
     existing = []
     for instance in instances:
-        existing.extend(_props(instance.image_meta))
+        try:
+            existing.extend(_props(instance.image_meta))
+        except exception.InstanceNotFound:
+            continue
     return existing
