@@ -16,6 +16,7 @@ tight loop.
 import collections
 import importlib
 import os
+import threading
 import time
 
 from oslo_config import cfg
@@ -104,6 +105,26 @@ class Client:
     def boot(self, flavor, num_instances=1, **kwargs):
         """Ask for instances; returns their uuids in request order (builds run async)."""
         return self.api.create(self.context(), flavor, num_instances=num_instances, **kwargs)
+
+    def boot_concurrently(self, flavor, threads=4, each=4, timeout=60):
+        """``threads`` threads each asking for ``each`` instances one after the other, all at
+        once; returns the uuids (an error in a thread fails the caller)."""
+        uuids, errors = [], []
+
+        def boot_in_a_loop():
+            try:
+                for _ in range(each):
+                    uuids.extend(self.boot(flavor))
+            except Exception as exc:  # raised below: a thread cannot fail the test itself
+                errors.append(exc)
+        running = [threading.Thread(target=boot_in_a_loop) for _ in range(threads)]
+        for thread in running:
+            thread.start()
+        for thread in running:
+            thread.join(timeout)
+        assert errors == [], errors
+        assert len(uuids) == threads * each, uuids
+        return uuids
 
     def get(self, uuid):
         """The instance, or None while the conductor has not created it in a cell yet."""

@@ -34,11 +34,11 @@ import sqlalchemy as sa
 
 from minisched.db import migration
 from tests.functional import base
+from tests.functional import tcp_proxy
 
 #: Linux's CLONE_NEWNET, for setns(2).
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = '/run/netns'
-_BUFFER = 65536
 _counter = itertools.count()
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -175,66 +175,12 @@ class Lab:
                                 start_new_session=True)
 
 
-class NetnsProxy:
-    """Forwards ``address:port`` inside ``host``'s namespace to ``target`` (host, port) as
-    this process reaches it (the machine's loopback): threads of the test process."""
-
-    def __init__(self, lab, host, address, port, target):
-        self.target = target
-        self._lock = threading.Lock()
-        self._sockets = set()
-        self._listener = lab.socket_in(host)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind((address, port))
-        self._listener.listen(128)
-        threading.Thread(target=self._accept_loop, daemon=True,
-                         name='netns-proxy-%s' % host).start()
-
-    def close(self):
-        with self._lock:
-            listener, self._listener = self._listener, None
-            sockets, self._sockets = self._sockets, set()
-        for sock in [listener, *sockets]:
-            if sock is not None:
-                _close(sock)
-
-    def _accept_loop(self):
-        listener = self._listener
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return  # closed
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-                upstream.settimeout(None)
-            except OSError:
-                _close(client)
-                continue
-            with self._lock:
-                if self._listener is None:
-                    _close(client)
-                    _close(upstream)
-                    return
-                self._sockets.update((client, upstream))
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True,
-                                 name='netns-proxy-pump').start()
-
-    def _pump(self, source, sink):
-        try:
-            while True:
-                data = source.recv(_BUFFER)
-                if not data:
-                    break
-                sink.sendall(data)
-        except OSError:
-            pass
-        with self._lock:
-            self._sockets.discard(source)
-            self._sockets.discard(sink)
-        _close(source)
-        _close(sink)
+def NetnsProxy(lab, host, address, port, target):
+    """A :class:`tcp_proxy.TcpProxy` listening on ``address:port`` inside ``host``'s
+    namespace and forwarding to ``target`` (host, port) as this process reaches it (the
+    machine's loopback): threads of the test process."""
+    return tcp_proxy.TcpProxy(target[1], target_host=target[0], port=port, address=address,
+                              make_socket=lambda: lab.socket_in(host))
 
 
 class NetnsCluster(base.Cluster):
@@ -282,14 +228,3 @@ class NetnsCluster(base.Cluster):
             raise AssertionError('minisched-manage %s exited %d:\n%s%s' % (
                 ' '.join(map(str, args)), result.returncode, result.stdout, result.stderr))
         return result
-
-
-def _close(sock):
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    try:
-        sock.close()
-    except OSError:
-        pass

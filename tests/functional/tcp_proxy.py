@@ -18,10 +18,16 @@ _BUFFER = 65536
 
 
 class TcpProxy:
-    """Forwards ``127.0.0.1:<port>`` to ``target_host:target_port`` until ``cut()``."""
+    """Forwards ``address:<port>`` (127.0.0.1 by default) to ``target_host:target_port``
+    until ``cut()``. ``make_socket`` makes the listening socket: one of another network
+    namespace puts the proxy's end there (``netns.NetnsProxy``)."""
 
-    def __init__(self, target_port, target_host='127.0.0.1', port=0):
+    def __init__(self, target_port, target_host='127.0.0.1', port=0, address='127.0.0.1',
+                 make_socket=None):
         self.target = (target_host, target_port)
+        self._address = address
+        self._make_socket = make_socket or (
+            lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         self._lock = threading.Lock()
         self._sockets = set()   # both ends of every live connection
         self._listener = None
@@ -59,9 +65,9 @@ class TcpProxy:
     # -- internals ----------------------------------------------------------------------
 
     def _listen(self, port):
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener = self._make_socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(('127.0.0.1', port))
+        listener.bind((self._address, port))
         listener.listen(128)
         with self._lock:
             self._listener = listener

@@ -12,7 +12,6 @@ All computes run without reserved memory and with allocation ratios of 1.0, so t
 capacity is exactly its fake-driver size and the expected placements can be computed here.
 """
 import json
-import threading
 
 import pytest
 
@@ -280,20 +279,7 @@ def test_concurrent_builds_never_overcommit_a_host(cluster, client):
     start(cluster, {host: dict(sizes, conf=delay) for host, sizes in computes.items()})
     flavor = client.flavor('m1.unit', **UNIT)
 
-    uuids, errors = [], []
-
-    def boot_in_a_loop():
-        try:
-            for _ in range(4):
-                uuids.extend(client.boot(flavor))
-        except Exception as exc:  # reported below; a thread cannot fail the test itself
-            errors.append(exc)
-    threads = [threading.Thread(target=boot_in_a_loop) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == [] and len(uuids) == 16
+    uuids = client.boot_concurrently(flavor, threads=4, each=4)
 
     built = client.wait_built(uuids, timeout=120)
     states = [inst.vm_state for inst in built.values()]

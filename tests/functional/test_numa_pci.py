@@ -7,8 +7,6 @@ others each lack one thing. The flavor lands only on the fitting host; concurren
 never pin one host CPU twice or hand one device to two instances; a flavor nothing fits gets
 NoValidHost with the count of each filter's rejections in its fault.
 """
-import threading
-
 import pytest
 
 from minisched import objects
@@ -90,20 +88,7 @@ def test_pinned_huge_page_pci_flavor_lands_only_on_the_fitting_host(client):
 
 def test_concurrent_creates_never_overcommit_pinned_cpus_or_devices(client):
     flavor = client.flavor('pinned', vcpus=4, memory_mb=2048, root_gb=1, extra_specs=PINNED)
-    uuids, errors = [], []
-
-    def boot_in_a_loop():
-        try:
-            for _ in range(3):
-                uuids.extend(client.boot(flavor))
-        except Exception as exc:  # reported below; a thread cannot fail the test itself
-            errors.append(exc)
-    threads = [threading.Thread(target=boot_in_a_loop) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == [] and len(uuids) == 12
+    uuids = client.boot_concurrently(flavor, threads=4, each=3)
 
     built = client.wait_built(uuids, timeout=150)
     active = [inst for inst in built.values() if inst.vm_state == 'active']
