@@ -5,7 +5,8 @@ states, checked against the per-host reference), ``refresh`` (host states from S
 PostgreSQL and MySQL/MariaDB), ``e2e`` (select_destinations over RabbitMQ vs a bare echo
 call), ``memory`` (scheduler worker RSS at 10,000 hosts) and ``build`` (boots through fake
 computes). Hosts are synthetic except in ``build``. Prints a table (figure, value, target,
-met?) and a CSV; exits 1 when a bench fails or a decision differs from the reference, never
+met?), the build bench's trace (costs per build, service by service: ``--no-trace`` turns it
+off) and a CSV; exits 1 when a bench fails or a decision differs from the reference, never
 because of a timing.
 """
 import argparse
@@ -42,6 +43,8 @@ def _parser():
     parser.add_argument('--skip', default='', help='benches to skip, comma-separated: %s'
                         % ', '.join(BENCHES))
     parser.add_argument('--csv', help='also write the figures to this CSV file')
+    parser.add_argument('--no-trace', action='store_true',
+                        help='run the build bench without MINISCHED_TRACE_DIR (no build trace)')
     return parser
 
 
@@ -54,8 +57,9 @@ def _requests_for(args, table=REQUESTS):
     return count
 
 
-def _plan(args):
-    """``[(bench name, callable returning figures)]`` in run order."""
+def _plan(args, reports):
+    """``[(bench name, callable returning figures)]`` in run order; texts to print after
+    the table go to ``reports`` (a list; None: to the bench's ``out``)."""
     from benchmarks import build, databases, e2e, memory, pipeline, refresh
     quick = args.quick
     sizes = ([int(s) for s in args.sizes.split(',') if s.strip()] if args.sizes else
@@ -72,7 +76,8 @@ def _plan(args):
         ('e2e', lambda out: e2e.run(calls=40 if quick else 300, seconds=3 if quick else 15,
                                     out=out)),
         ('memory', lambda out: memory.run(calls=10 if quick else 60, out=out)),
-        ('build', lambda out: build.run(instances, computes, per_process, out=out)),
+        ('build', lambda out: build.run(instances, computes, per_process, out=out,
+                                        trace_on=not args.no_trace, reports=reports)),
     ]
 
 
@@ -81,8 +86,9 @@ def _say(message):
     sys.stderr.flush()
 
 
-def run(args, out=_say):
-    """Run the chosen benches; returns ``(figures, failed)``."""
+def run(args, out=_say, reports=None):
+    """Run the chosen benches; returns ``(figures, failed)``. Texts to print after the
+    figures (the build trace) are appended to ``reports`` (None: given to ``out``)."""
     from benchmarks import cluster
     from benchmarks import common
     skip = {s.strip() for s in args.skip.split(',') if s.strip()}
@@ -90,7 +96,7 @@ def run(args, out=_say):
     if unknown:
         raise SystemExit('unknown bench(es) in --skip: %s' % ', '.join(sorted(unknown)))
     figures, failed = [], False
-    for name, bench in _plan(args):
+    for name, bench in _plan(args, reports):
         if name in skip:
             continue
         out('== %s (%s)' % (name, common.machine_note()))
@@ -128,14 +134,18 @@ def main(argv=None, stdout=None):
     args = _parser().parse_args(argv)
     from benchmarks import common
     started = time.monotonic()
-    figures, failed = run(args)
+    reports = []
+    figures, failed = run(args, reports=reports)
     stdout.write('\nminisched benchmarks%s: hosts are SYNTHETIC (generated service and compute '
                  'node rows; no real computes) except in the build bench.\n'
                  'Machine: %s; took %.0f s. Targets are met on wall time; CPU time is in the '
                  'notes where the machine\'s load may distort wall time.\n\n'
                  % (' (--quick)' if args.quick else '', common.machine_note(),
                     time.monotonic() - started))
-    stdout.write(common.format_table(figures) + '\n\nCSV:\n')
+    stdout.write(common.format_table(figures) + '\n\n')
+    for report in reports:
+        stdout.write(report + '\n\n')
+    stdout.write('CSV:\n')
     common.write_csv(figures, stdout)
     if args.csv:
         common.write_csv(figures, args.csv)

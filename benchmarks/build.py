@@ -10,8 +10,16 @@ instance's own ``created_at`` (written by the conductor after scheduling) -> tha
 as well. Not ``launched_at``: the compute sets it through the conductor, and
 oslo.versionedobjects' DateTime field carries whole seconds on the wire (as in Nova), so a build
 shorter than a second could show as finished before it was asked for.
+
+Unless ``trace`` is off, every process of the bench (services and client) runs with
+``MINISCHED_TRACE_DIR`` (:mod:`minisched.trace`) and :func:`trace_report` turns what they
+recorded during the boot phase (between a snapshot taken when the client is ready and one
+taken when it is done) into costs per build: each ``create`` is a trace task named
+:data:`BUILD_CAUSE`, the cause of everything it sets off; what other causes set off (state
+reports, periodic tasks, the client's polling) is background, shown apart per minute.
 """
 import datetime
+import os
 import subprocess
 import sys
 import threading
@@ -20,6 +28,8 @@ import time
 from benchmarks import cluster
 from benchmarks import common
 from benchmarks import databases
+from minisched import trace
+from minisched import trace_files
 
 #: (vcpus, memory_mb, local_gb) of the fake computes, cycled.
 COMPUTE_SIZES = ((16, 32768, 400), (32, 65536, 800), (8, 16384, 200), (64, 131072, 1600))
@@ -30,6 +40,13 @@ POLL_SECONDS = 0.05
 #: (name, memory_mb, vcpus, root_gb) booted in turn.
 FLAVORS = (('bench.small', 2048, 1, 20), ('bench.medium', 4096, 2, 40),
            ('bench.large', 8192, 4, 80))
+#: The client's trace task around each boot: the cause of all the work a boot sets off.
+BUILD_CAUSE = 'client.create'
+#: Process kinds of the report, in its order: kind -> services (trace file names) of it.
+SERVICE_KINDS = (('conductor', ('minisched-conductor',)),
+                 ('scheduler', ('minisched-scheduler',)),
+                 ('computes', ('minisched-compute', 'multi_compute')),
+                 ('client', ('bench-client',)))
 
 
 def _manage(bench, *args):
@@ -72,7 +89,9 @@ def start_computes(bench, db_url, computes, per_process):
     return len(groups)
 
 
-def _boot_work(conf_file, count, timeout, ready):
+def _boot_work(conf_file, count, timeout, trace_dir, ready):
+    if trace_dir:
+        trace.enable(trace_dir, 'bench-client')
     from oslo_utils import timeutils
     import sqlalchemy as sa
 
@@ -118,7 +137,9 @@ def _boot_work(conf_file, count, timeout, ready):
     try:
         for index in range(count):
             at = timeutils.utcnow()
-            uuid, = api.create(ctxt, flavors[index % len(flavors)], display_name='b%d' % index)
+            with trace.task(BUILD_CAUSE):
+                uuid, = api.create(ctxt, flavors[index % len(flavors)],
+                                   display_name='b%d' % index)
             requested[uuid] = at
         create_seconds = time.monotonic() - start
         deadline = time.monotonic() + timeout
@@ -137,6 +158,7 @@ def _boot_work(conf_file, count, timeout, ready):
     finally:
         stop.set()
         reader.join()
+        trace.flush()
     if failed:
         raise RuntimeError('reading the instances failed: %r' % failed[0])
     return {'requested': requested, 'create_seconds': create_seconds,
@@ -144,8 +166,8 @@ def _boot_work(conf_file, count, timeout, ready):
                      for u in requested if u in states}}
 
 
-def _boot(conf_file, count, timeout, queue, start):
-    cluster.child_main(queue, start, _boot_work, conf_file, count, timeout)
+def _boot(conf_file, count, timeout, trace_dir, queue, start):
+    cluster.child_main(queue, start, _boot_work, conf_file, count, timeout, trace_dir)
 
 
 def figures_for(result, count, computes, processes, backend):
@@ -177,10 +199,14 @@ def figures_for(result, count, computes, processes, backend):
     ]
 
 
-def run(instances=1000, computes=200, per_process=25, timeout=900, out=print):
+def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, trace_on=True,
+        reports=None):
+    """Boot ``instances``; returns the figures. With ``trace_on``, the build trace's text
+    goes to ``reports`` (a list; else to ``out``) and its totals join the figures."""
     reachable, _why = databases.reachable('postgresql')
     backend = 'postgresql' if reachable else 'sqlite'
     db_context = databases.server_db('postgresql') if reachable else databases.sqlite_db()
+    snapshots = {}
     with cluster.vhost(suffix='build') as url, db_context as db_url:
         # oslo.db's default overflow (50 per worker) could exhaust a shared PostgreSQL; 10
         # made a few conductor calls time out waiting for a connection at 200 computes.
@@ -188,6 +214,9 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print):
         bench = cluster.Cluster(url, db_url, sections={
             'conductor': {'workers': 2}, 'DEFAULT': {'update_resources_interval': 30},
             'database': pools, 'api_database': pools})
+        trace_dir = os.path.join(bench.workdir, 'trace') if trace_on else None
+        if trace_dir:
+            bench.env[trace.ENV_VAR] = trace_dir
         try:
             _manage(bench, 'cell', 'simple_cell_setup')
             bench.start('conductor', 'minisched.cmd.conductor', {'conductor': {'workers': 2}},
@@ -198,14 +227,270 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print):
                 % (computes, per_process))
             processes = start_computes(bench, db_url, computes, per_process)
             out('  build: booting %d instances...' % instances)
-            result, = cluster.run_children(_boot, [(bench.conf_file, instances, timeout)],
-                                           timeout=timeout + 300)
+            result, = cluster.run_children(
+                _boot, [(bench.conf_file, instances, timeout, trace_dir)],
+                timeout=timeout + 300,
+                on_ready=(lambda: snapshots.update(before=trace_snapshot(trace_dir)))
+                if trace_dir else None)
+            if trace_dir:
+                snapshots['after'] = trace_snapshot(trace_dir)
         except BaseException:
             out('  build failed; logs under %s' % bench.workdir)
             bench.stop_all()
             raise
         bench.cleanup()
-    return figures_for(result, instances, computes, processes, backend)
+    figures = figures_for(result, instances, computes, processes, backend)
+    if trace_dir:
+        booted = sum(row[0] == 'active' for row in result['rows'].values())
+        text, totals = trace_report(snapshots['before'], snapshots['after'], booted)
+        figures += totals
+        if reports is None:
+            out(text)
+        else:
+            reports.append(text)
+    return figures
+
+
+# -- the build trace -------------------------------------------------------------------------
+
+def trace_snapshot(directory, timeout=None):
+    """What every traced process wrote into ``directory`` once each live one has written
+    since this call (at most ``timeout`` seconds: two of its writes), with the CPU of the
+    servers (:func:`benchmarks.cluster.server_cpu_seconds`) and the time."""
+    since = time.time()
+    deadline = time.monotonic() + (timeout or 2 * trace.WRITE_SECONDS + 1)
+    while True:
+        processes = trace_files.read_dir(directory)
+        if time.monotonic() > deadline or all(
+                p['written'] >= since or not _alive(p['pid']) for p in processes):
+            break
+        time.sleep(0.1)
+    return {'processes': processes, 'servers': cluster.server_cpu_seconds(),
+            'at': time.time()}
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _kind(service):
+    return next((kind for kind, services in SERVICE_KINDS if service in services), service)
+
+
+def _ms(seconds):
+    return '%.2f' % (seconds * 1000) if seconds == seconds else '-'
+
+
+def _rate(value):
+    return '%.2f' % value if value < 100 else '%.0f' % value
+
+
+def _table(title, header, rows, left=1):
+    """``title`` then ``rows`` under ``header`` in aligned columns (the first ``left``
+    columns left-aligned, the rest right-aligned)."""
+    rows = [tuple(header)] + [tuple(str(c) for c in row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+
+    def line(row):
+        return '  '.join(cell.ljust(w) if i < left else cell.rjust(w)
+                         for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+    lines = [title, '  ' + line(rows[0]), '  ' + '  '.join('-' * w for w in widths)]
+    lines += ['  ' + line(row) for row in rows[1:]]
+    if len(rows) == 1:
+        lines.append('  (none)')
+    return '\n'.join(lines)
+
+
+def trace_report(before, after, booted, build_cause=BUILD_CAUSE):
+    """``(text, figures)`` of the build trace between two :func:`trace_snapshot` results:
+    costs per build (totals divided by ``booted``) of the work ``build_cause`` set off,
+    service kind by service kind, and the background (every other cause) per minute."""
+    per = float(max(booted, 1))
+    kinds = {}
+    for process in trace_files.delta(after['processes'], before['processes']):
+        kinds.setdefault(_kind(process['service']), []).append(process)
+    order = [k for k, _ in SERVICE_KINDS] + sorted(set(kinds) - {k for k, _ in SERVICE_KINDS})
+    merged = {kind: trace_files.merge(kinds[kind]) for kind in order if kind in kinds}
+    window = max([m['window_s'] for m in merged.values()] + [after['at'] - before['at']])
+    minutes = max(window, 1e-9) / 60.0
+    servers = {name: after['servers'].get(name, 0.0) - before['servers'].get(name, 0.0)
+               for name in after['servers']}
+    parts = ['Build trace: %d instances booted; trace window %.1f s. "/build" is a total over '
+             'the window divided by %d; work caused by other things than a boot (background) '
+             'is per minute. queued = sender\'s send to dispatch; worked = dispatch (decode, '
+             'method, encode); CPU = the handling green thread\'s own (and its threads\').'
+             % (booted, window, booted)]
+    parts.append(_cpu_table(merged, servers, per, build_cause))
+    parts.append(_handled_table(merged, per, build_cause, build=True))
+    parts.append(_sent_table(merged, per, build_cause))
+    parts.append(_db_tables(merged, per, build_cause))
+    parts.append(_background_table(merged, minutes, build_cause))
+    parts.append(_handled_table(merged, minutes, build_cause, build=False))
+    return '\n\n'.join(parts), _trace_figures(merged, servers, per, build_cause)
+
+
+def _cpu(process):
+    return process['cpu_user_s'] + process['cpu_sys_s']
+
+
+def _handler_cpu(merged, build_cause):
+    build = sum(r.get('cpu_s', 0.0) for r in merged['handled'] if r['cause'] == build_cause)
+    other = sum(r.get('cpu_s', 0.0) for r in merged['handled'] if r['cause'] != build_cause)
+    return build, other
+
+
+def _cpu_table(merged, servers, per, build_cause):
+    rows, total = [], 0.0
+    for kind, figures in merged.items():
+        cpu = _cpu(figures)
+        total += cpu
+        build, other = _handler_cpu(figures, build_cause)
+        rows.append((kind, figures['processes'], '%.1f' % cpu, _ms(cpu / per), _ms(build / per),
+                     _ms(other / per), _ms((cpu - build - other) / per)))
+    for name, cpu in servers.items():
+        total += cpu
+        rows.append((name + ' (/proc)', '-', '%.1f' % cpu, _ms(cpu / per), '-', '-', '-'))
+    rows.append(('all', '', '%.1f' % total, _ms(total / per), '', '', ''))
+    return _table('CPU by process kind (ms/build = CPU s over the window / instances; split '
+                  'into handling boots, handling background, outside any handling: hub, '
+                  'AMQP I/O, heartbeats, timers)',
+                  ('kind', 'procs', 'CPU s', 'ms/build', 'boot handlers', 'background',
+                   'outside'), rows)
+
+
+def _sorted(rows, kind_order):
+    return sorted(rows, key=lambda r: (kind_order.index(r[0]), -r[1]))
+
+
+def _handled_table(merged, per, build_cause, build):
+    rows = []
+    for kind, figures in merged.items():
+        for r in figures['handled']:
+            if (r['cause'] == build_cause) != build or not r.get('count'):
+                continue
+            queued = r.get('queued_hist', {})
+            rows.append((kind, r['count'] / per, r['method'], r['kind'],
+                         _ms(trace_files.percentile(queued, 50)),
+                         _ms(trace_files.percentile(queued, 99)),
+                         _ms(trace_files.percentile(r.get('hist', {}), 50)),
+                         _ms(trace_files.percentile(r.get('hist', {}), 99)),
+                         _ms(r['total_s'] / per), _ms(r.get('cpu_s', 0.0) / per),
+                         r.get('errors', 0)))
+    rows = _sorted(rows, list(merged))
+    unit = 'build' if build else 'min'
+    return _table(
+        ('Handled per build (messages, periodic tasks, threads a boot set off), by process '
+         'kind' if build else 'Handled in the background, per minute'),
+        ('kind', 'handled (cause: %s)' % build_cause if build else 'handled (other causes)',
+         'how', '/%s' % unit, 'queued p50 ms', 'p99', 'worked p50 ms', 'p99',
+         'worked ms/%s' % unit, 'CPU ms/%s' % unit, 'errors'),
+        [(k, m, how, _rate(n), *rest) for k, n, m, how, *rest in rows], left=3)
+
+
+def _sent_table(merged, per, build_cause):
+    rows = []
+    for kind, figures in merged.items():
+        for r in figures['outgoing']:
+            if r['cause'] != build_cause or not r.get('count'):
+                continue
+            rows.append((kind, r['count'] / per, r['handler'], r['target'], r['kind'],
+                         _ms(trace_files.percentile(r.get('hist', {}), 50)),
+                         _ms(trace_files.percentile(r.get('hist', {}), 99)), r.get('errors', 0)))
+    rows = _sorted(rows, list(merged))
+    return _table('RPC sent per build, by sender (call: latency to the answer; cast: to the '
+                  'broker)',
+                  ('kind', 'while handling', 'sent', 'how', '/build', 'latency p50 ms', 'p99',
+                   'errors'),
+                  [(k, h, t, how, _rate(n), *rest) for k, n, h, t, how, *rest in rows], left=4)
+
+
+def _db_tables(merged, per, build_cause):
+    handlers, statements = [], []
+    for kind, figures in merged.items():
+        totals = {}
+        for r in figures['db']:
+            if r['cause'] != build_cause:
+                continue
+            count, seconds = totals.get(r['handler'], (0, 0.0))
+            totals[r['handler']] = (count + r['count'], seconds + r['total_s'])
+            statements.append((kind, r['count'] / per, r['handler'], r['statement'],
+                               _ms(r['total_s'] / per)))
+        transactions = {r['handler']: r for r in figures['transactions']
+                        if r['cause'] == build_cause}
+        for handler in sorted(set(totals) | set(transactions)):
+            count, seconds = totals.get(handler, (0, 0.0))
+            tx = transactions.get(handler, {})
+            handlers.append((kind, count / per, handler, _ms(seconds / per),
+                             _rate(tx.get('begins', 0) / per),
+                             _rate(tx.get('commits', 0) / per),
+                             _rate(tx.get('rollbacks', 0) / per),
+                             _ms(tx.get('total_s', 0.0) / per),
+                             _rate(tx.get('checkouts', 0) / per),
+                             _rate(tx.get('connects', 0) / per)))
+    kind_order = list(merged)
+    first = _table('Database per build, by handler (tx: begin to commit/rollback)',
+                   ('kind', 'handler', 'statements/build', 'DB ms/build', 'tx/build',
+                    'commits', 'rollbacks', 'tx ms/build', 'checkouts', 'new conns'),
+                   [(k, h, _rate(n), *rest) for k, n, h, *rest in
+                    _sorted(handlers, kind_order)], left=2)
+    second = _table('Statements per build, by handler and kind',
+                    ('kind', 'handler', 'statement', '/build', 'ms/build'),
+                    [(k, h, st, _rate(n), ms) for k, n, h, st, ms in
+                     _sorted(statements, kind_order)], left=3)
+    return first + '\n\n' + second
+
+
+def _background_table(merged, minutes, build_cause):
+    causes = {}
+    for kind, figures in merged.items():
+        for section, field in (('handled', 'count'), ('outgoing', 'count'), ('db', 'count'),
+                               ('transactions', 'begins')):
+            for r in figures[section]:
+                if r['cause'] == build_cause:
+                    continue
+                totals = causes.setdefault((r['cause'], kind), dict.fromkeys(
+                    ('handled', 'outgoing', 'db', 'transactions', 'cpu'), 0.0))
+                totals[section] += r.get(field, 0)
+                totals['cpu'] += r.get('cpu_s', 0.0) if section == 'handled' else 0.0
+    kind_order = list(merged)
+    rows = sorted(causes.items(), key=lambda item: (item[0][0], kind_order.index(item[0][1])))
+    return _table('Background: work not set off by a boot, per minute, by cause ("-": '
+                  'outside any handling: timers such as state reports of services with '
+                  'database access, the client\'s polling)',
+                  ('cause', 'kind', 'handled/min', 'sent/min', 'statements/min', 'tx/min',
+                   'handler CPU ms/min'),
+                  [(cause, kind, _rate(t['handled'] / minutes), _rate(t['outgoing'] / minutes),
+                    _rate(t['db'] / minutes), _rate(t['transactions'] / minutes),
+                    _ms(t['cpu'] / minutes)) for (cause, kind), t in rows], left=2)
+
+
+def _trace_figures(merged, servers, per, build_cause):
+    service_cpu = sum(_cpu(m) for m in merged.values())
+    sent = sum(r['count'] for m in merged.values() for r in m['outgoing']
+               if r['cause'] == build_cause)
+    statements = sum(r['count'] for m in merged.values() for r in m['db']
+                     if r['cause'] == build_cause)
+    transactions = sum(r.get('begins', 0) for m in merged.values()
+                       for r in m['transactions'] if r['cause'] == build_cause)
+    figures = [common.info('build CPU per instance, minisched processes',
+                           service_cpu / per * 1000, 'ms', 'all CPU of the window / instances '
+                           '(background included; see the build trace)')]
+    figures += [common.info('build CPU per instance, %s' % name, _cpu(m) / per * 1000, 'ms')
+                for name, m in merged.items()]
+    figures += [common.info('build CPU per instance, %s' % name, cpu / per * 1000, 'ms',
+                            'from /proc; a shared server counts its other users too')
+                for name, cpu in servers.items()]
+    figures += [common.info('RPC messages sent per build', sent / per, '',
+                            'set off by a boot (casts, calls, fanouts)'),
+                common.info('DB statements per build', statements / per, ''),
+                common.info('DB transactions per build', transactions / per, '')]
+    return figures
 
 
 def _utc(value):

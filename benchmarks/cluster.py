@@ -86,11 +86,13 @@ def vhost(suffix=''):
 
 
 class Cluster:
-    """Config and service processes of one bench deployment under ``workdir``."""
+    """Config and service processes of one bench deployment under ``workdir``; ``env``
+    adds to the services' environment (``MINISCHED_TRACE_DIR``...)."""
 
-    def __init__(self, transport_url, db_url, workdir=None, sections=None):
+    def __init__(self, transport_url, db_url, workdir=None, sections=None, env=None):
         self.workdir = workdir or tempfile.mkdtemp(prefix='minisched-bench-')
         self.procs = {}
+        self.env = dict(env or {})
         base = {'DEFAULT': {'transport_url': transport_url,
                             'state_path': os.path.join(self.workdir, 'state'),
                             'control_exchange': 'minisched-bench',
@@ -113,7 +115,8 @@ class Cluster:
         log_path = os.path.join(self.workdir, name + '.log')
         with open(log_path, 'wb') as log:
             env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH',
-                                                                                  ''))
+                                                                                  ''),
+                       **self.env)
             popen = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=REPO, env=env,
                                      start_new_session=True,
@@ -205,6 +208,50 @@ def private_mb(pid):
     except OSError:
         return float('nan')
     return total / 1024.0
+
+
+def _is_rabbitmq(argv0):
+    return os.path.basename(argv0) == 'beam.smp'
+
+
+def _is_postgresql(argv0):
+    # The postmaster runs as .../bin/postgres; its backends retitle themselves "postgres: ...".
+    return os.path.basename(argv0) == 'postgres' or argv0.startswith('postgres:')
+
+
+#: The servers whose CPU the build bench reports: name -> test of a process's first argument.
+SERVERS = {'rabbitmq': _is_rabbitmq, 'postgresql': _is_postgresql}
+
+
+def server_cpu_seconds(servers=None):
+    """CPU seconds (user + system) each server of ``servers`` (default :data:`SERVERS`) used
+    so far, from /proc: the CPU of its processes, plus that of the children its topmost
+    processes reaped (a PostgreSQL backend that exits stays counted in its postmaster's).
+    Servers shared with other users count their work too."""
+    servers = SERVERS if servers is None else servers
+    hertz = os.sysconf('SC_CLK_TCK')
+    found = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % entry, 'rb') as handle:
+                argv0 = handle.read().split(b'\0', 1)[0].decode(errors='replace')
+            with open('/proc/%s/stat' % entry) as handle:
+                fields = handle.read().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        name = next((n for n, test in servers.items() if test(argv0)), None)
+        if name is not None:
+            found[int(entry)] = (name, fields)
+    totals = dict.fromkeys(servers, 0.0)
+    for name, fields in found.values():
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime
+        parent = found.get(int(fields[1]))
+        if parent is None or parent[0] != name:
+            ticks += int(fields[13]) + int(fields[14])  # cutime, cstime: reaped children
+        totals[name] += ticks / hertz
+    return totals
 
 
 def run_children(target, argses, timeout, on_ready=None):

@@ -19,6 +19,7 @@ from oslo_serialization import jsonutils
 from minisched import context as ms_context
 from minisched.objects import base as obj_base
 from minisched import rpc_incoming
+from minisched import trace
 
 LOG = logging.getLogger(__name__)
 
@@ -150,7 +151,10 @@ class RequestContextSerializer(messaging.Serializer):
         return self._base.deserialize_entity(context, entity)
 
     def serialize_context(self, context):
-        return context.to_dict()
+        values = context.to_dict()
+        if trace.ENABLED:  # the send time and the sender's cause, for the receiver's trace
+            trace.stamp(values)
+        return values
 
     def deserialize_context(self, context):
         return ms_context.RequestContext.from_dict(context)
@@ -219,9 +223,22 @@ class _CallContext:
         return self._context.can_send_version(version)
 
     def cast(self, ctxt, method, **kwargs):
-        self._context.cast(ctxt, method, **kwargs)
+        if not trace.ENABLED:
+            self._context.cast(ctxt, method, **kwargs)
+            return
+        with trace.send(self._context.target, method, kwargs):
+            self._context.cast(ctxt, method, **kwargs)
 
     def call(self, ctxt, method, **kwargs):
+        if not trace.ENABLED:
+            return self._call(ctxt, method, kwargs, None)
+        sent = trace.send(self._context.target, method, kwargs, call=True)
+        with sent:
+            return self._call(ctxt, method, kwargs, sent)
+
+    def _call(self, ctxt, method, kwargs, sent):
+        """The call, run by a thread of CALL_THREADS (which works for ``sent`` meanwhile,
+        when tracing: see :func:`minisched.trace.adopted`)."""
         outcome = []
         done = threading.Event()
         timeout = self._context.timeout or self._context.conf.rpc_response_timeout
@@ -233,7 +250,8 @@ class _CallContext:
 
         def run():
             try:
-                outcome.append((True, context.call(ctxt, method, **kwargs)))
+                with trace.adopted(sent):
+                    outcome.append((True, context.call(ctxt, method, **kwargs)))
             except BaseException as exc:  # handed to the caller below
                 outcome.append((False, exc))
             finally:

@@ -58,6 +58,7 @@ from oslo_messaging._drivers import impl_rabbit
 from oslo_messaging.rpc import dispatcher
 
 from minisched import exception
+from minisched import trace
 
 #: The RPC layer's logger: these reports are the RPC layer's, whichever module makes them.
 LOG = logging.getLogger('minisched.rpc')
@@ -630,6 +631,9 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
 
     def dispatch(self, incoming):
         token = CALL_MONITOR.watch(incoming) if incoming.client_timeout else None
+        # After watch(): the monitor's thread, started by the first call, must not count as
+        # working for this message.
+        handling = trace.receive(self.topic, incoming) if trace.ENABLED else None
         try:
             try:
                 endpoint, method, ctxt, kwargs = self._prepare(incoming)
@@ -639,7 +643,13 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
                 return self._invoke(incoming, endpoint, method, ctxt, kwargs)
             # Reported outside the except block: oslo.log would append the exception.
             self._refuse(incoming, malformed)
+        except BaseException:
+            if handling is not None:
+                handling.failed = True
+            raise
         finally:
+            if handling is not None:
+                handling.done()
             CALL_MONITOR.unwatch(token)
             if getattr(incoming.message, 'size', 0) >= LARGE_MESSAGE_BYTES:
                 # oslo.messaging's executor keeps its last message until it gets another:

@@ -14,6 +14,7 @@ from minisched.objects import base as objects_base
 from minisched.objects import service as service_obj
 from minisched import rpc
 from minisched import servicegroup
+from minisched import trace
 from minisched import version
 
 LOG = logging.getLogger(__name__)
@@ -73,6 +74,10 @@ class Service(service.Service):
         self.rpcserver.start()
         self.manager.post_start_hook()
         self.servicegroup_api.join(self.host, self.topic, self)
+        if trace.ENABLED:  # name the trace file after the service; record each task apart
+            trace.set_service(self.binary)
+            self.manager._periodic_tasks = trace.traced_periodic_tasks(
+                self.topic, self.manager._periodic_tasks)
         if self.periodic_enable:
             initial_delay = (random.randint(0, self.periodic_fuzzy_delay)
                              if self.periodic_fuzzy_delay else None)

@@ -30,6 +30,7 @@ from sqlalchemy.engine import url as sa_url
 
 from minisched import exception
 from minisched.conf import database as db_conf
+from minisched import trace
 
 LOG = logging.getLogger(__name__)
 
@@ -157,6 +158,8 @@ def engine_for_url(url, database=MAIN):
             if engine.dialect.name == 'sqlite':
                 _pool_sqlite_file(engine)
                 _harden_sqlite(engine)
+            if trace.ENABLED:
+                trace.watch_engine(engine)
             cached = _engines[url] = (engine, os.getpid())
     return cached[0]
 

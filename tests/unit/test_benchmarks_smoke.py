@@ -3,6 +3,7 @@ import csv
 import io
 import os
 import tempfile
+import time
 
 from benchmarks import __main__ as bench_main
 from benchmarks import common
@@ -190,3 +191,124 @@ class TestBuildFigures(base.TestCase):
         throughput = figures['build throughput']
         self.assertAlmostEqual(2 / 0.5, throughput.value, places=6)
         self.assertIn('2 ACTIVE, 1 ERROR, 1 not done', throughput.note)
+
+
+class _Conductor:
+    """What the bench's conductor does for a boot, in miniature: ask the scheduler, write
+    to the database, cast the build to the compute; plus a background method."""
+
+    def __init__(self, db_url):
+        self.db_url = db_url
+
+    def schedule(self, ctxt):
+        from oslo_messaging import Target
+        import sqlalchemy as sa
+
+        from minisched.db import engines
+        from minisched import rpc
+        host = rpc.get_client(Target(topic='scheduler')).prepare(timeout=5).call(
+            ctxt, 'select')
+        with engines.engine_for_url(self.db_url).begin() as conn:
+            conn.execute(sa.text('SELECT count(*) FROM sqlite_master'))
+        rpc.get_client(Target(topic='compute', server=host)).cast(ctxt, 'build')
+
+    def save(self, ctxt):
+        return True
+
+    def report(self, ctxt):
+        return True
+
+
+class _Scheduler:
+    def select(self, ctxt):
+        return 'here'
+
+
+class _Compute:
+    def __init__(self):
+        self.built = []
+
+    def build(self, ctxt):
+        from oslo_messaging import Target
+
+        from minisched import rpc
+        rpc.get_client(Target(topic='conductor')).prepare(timeout=5).call(ctxt, 'save')
+        self.built.append(True)
+
+
+class TestBuildTrace(base.TestCase):
+    """The build bench's trace of a small in-process run (fake transport, SQLite) adds up
+    per build, with the background apart (no timing is asserted)."""
+
+    BOOTS = 4
+
+    def _serve(self, topic, endpoint):
+        from oslo_messaging import Target
+
+        from minisched import rpc
+        server = rpc.get_server(Target(topic=topic, server='here'), [endpoint])
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+
+    def _run(self, directory, db_url):
+        """Boot BOOTS times and run one periodic task between two bench snapshots."""
+        from unittest import mock
+
+        from oslo_messaging import Target
+
+        from benchmarks import build
+        from minisched import context
+        from minisched.db import engines
+        from minisched import rpc
+        from minisched import trace
+        with mock.patch.object(trace, 'WRITE_SECONDS', 0.05):
+            trace.enable(directory, 'minisched-conductor')
+            self.addCleanup(trace.disable)
+            rpc.init(self.conf, url='fake://')
+            self.addCleanup(rpc.cleanup)
+            self.addCleanup(engines.dispose_all)
+            compute = _Compute()
+            for topic, endpoint in (('conductor', _Conductor(db_url)),
+                                    ('scheduler', _Scheduler()), ('compute', compute)):
+                self._serve(topic, endpoint)
+            conductor = rpc.get_client(Target(topic='conductor'))
+            ctxt = context.get_admin_context()
+            before = build.trace_snapshot(directory)
+            for _ in range(self.BOOTS):
+                with trace.task(build.BUILD_CAUSE):
+                    conductor.cast(ctxt, 'schedule')
+            (_, periodic), = trace.traced_periodic_tasks('compute', [
+                ('update_available_resource', lambda manager, c: conductor.cast(c, 'report'))])
+            periodic(None, ctxt)
+            deadline = time.monotonic() + 10
+            while sum(r['count'] for r in trace.snapshot()['handled'] if r['method'] in (
+                    'compute.build', 'conductor.report')) < self.BOOTS + 1:
+                self.assertLess(time.monotonic(), deadline, 'the boots did not finish')
+                time.sleep(0.02)
+            after = build.trace_snapshot(directory)
+        return build.trace_report(before, after, self.BOOTS)
+
+    def test_in_process_boots_add_up_per_build_with_the_background_apart(self):
+        import re
+
+        with tempfile.TemporaryDirectory() as directory:
+            text, figures = self._run(os.path.join(directory, 'trace'),
+                                      'sqlite:///%s/db.sqlite' % directory)
+        values = {f.figure: f.value for f in figures}
+        # schedule (cast), select (call), build (cast), save (call) per boot.
+        self.assertEqual(4.0, values['RPC messages sent per build'])
+        self.assertEqual(1.0, values['DB transactions per build'])
+        self.assertGreater(values['build CPU per instance, conductor'], 0)
+        self.assertIn('build CPU per instance, postgresql', values)
+        self.assertIn('Build trace: %d instances booted' % self.BOOTS, text)
+        for message, how in (('conductor.schedule', 'cast'), ('scheduler.select', 'call'),
+                             ('compute.build', 'cast'), ('conductor.save', 'call'),
+                             ('client.create', 'task')):
+            self.assertRegex(text, r'%s\s+%s\s+1\.00\s' % (re.escape(message), how))
+        self.assertRegex(text, r'conductor\.schedule\s+scheduler\.select\s+call\s+1\.00\s')
+        self.assertRegex(text, r'conductor\.schedule\s+SELECT sqlite_master\s+1\.00\s')
+        background = text[text.index('Background:'):]
+        self.assertIn('compute.update_available_resource', background)
+        self.assertRegex(background, r'conductor\.report\s+cast\s')
+        self.assertNotIn('conductor.report', text[:text.index('Background:')])
