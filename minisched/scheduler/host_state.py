@@ -184,7 +184,13 @@ def _pci_stats_property():
     free device, the answer they would give anyway)."""
 
     def getter(self):
-        return self.__dict__['_pci_stats']
+        value = self.__dict__['_pci_stats']
+        if value is _NO_POOLS:
+            # Made when first read: most hosts report no pools, and 10,000 empty stats
+            # objects made at every refresh would cost 3 MB a scheduler worker.
+            value = self.__dict__['_pci_stats'] = pci_stats_mod.PciDeviceStats(
+                self.numa_topology)
+        return value
 
     def setter(self, value):
         self.__dict__['_pci_stats'] = value
@@ -195,6 +201,10 @@ def _pci_stats_property():
             rows.discard(self._row)
 
     return property(getter, setter, doc='PciDeviceStats of the host, or None')
+
+
+#: ``pci_stats`` of a host that reported no device pools, until something reads it.
+_NO_POOLS = object()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -306,7 +316,8 @@ class HostState:
         pools = compute.pci_device_pools
         if pools is None or isinstance(pools, str):
             pools = pci_device_pool.from_pci_stats(pools) if pools else None
-        self.pci_stats = pci_stats_mod.PciDeviceStats(self.numa_topology, stats=pools)
+        self.pci_stats = (pci_stats_mod.PciDeviceStats(self.numa_topology, stats=pools)
+                          if pools else _NO_POOLS)
         self.host_ip = compute.host_ip
         self.hypervisor_type = compute.hypervisor_type
         self.hypervisor_version = compute.hypervisor_version
