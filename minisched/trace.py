@@ -701,6 +701,8 @@ def _write_loop(token):
     """Write every WRITE_SECONDS until tracing stops or restarts (``token`` replaced)."""
     while ENABLED and _state['writer'] is token:
         time.sleep(WRITE_SECONDS)
+        if not ENABLED or _state['writer'] is not token:
+            break  # stopped while asleep: its directory may be gone already
         try:
             flush()
         except Exception:  # a full disk must not stop the service: the next write may work
