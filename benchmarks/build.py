@@ -219,8 +219,14 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
             bench.env[trace.ENV_VAR] = trace_dir
         try:
             _manage(bench, 'cell', 'simple_cell_setup')
-            bench.start('conductor', 'minisched.cmd.conductor', {'conductor': {'workers': 2}},
-                        ready='minisched-conductor ready', ready_count=2)
+            # The conductor's pool holds as many connections as its workers keep busy:
+            # with 5, a burst made and closed overflow connections all along (a PostgreSQL
+            # backend started per connection: 2% of the conductor's CPU, more of the server's).
+            conductor_pool = {'max_pool_size': 15, 'max_overflow': 10}
+            bench.start('conductor', 'minisched.cmd.conductor', {
+                'conductor': {'workers': 2}, 'database': conductor_pool,
+                'api_database': conductor_pool},
+                ready='minisched-conductor ready', ready_count=2)
             bench.start('scheduler', 'minisched.cmd.scheduler', {'scheduler': {'workers': 2}},
                         ready='minisched-scheduler ready', ready_count=2)
             out('  build: starting %d fake computes in %d-compute processes...'
