@@ -257,6 +257,25 @@ def update(conn, table, where, values):
     return conn.execute(sa.update(table).where(*where).values(values)).rowcount
 
 
+def update_and_fetch(conn, table, where, values, checks=()):
+    """UPDATE ``table`` SET ``values`` WHERE all of ``where`` and ``checks``; the updated row
+    as a dict, or None when no row matched. ``values`` may be a list of (column, value) pairs,
+    set in that order.
+
+    One statement where the backend returns what it updated (PostgreSQL, SQLite 3.35+:
+    UPDATE ... RETURNING), else the UPDATE and then a SELECT of the row by ``where`` in the
+    same transaction (MySQL and MariaDB have no UPDATE ... RETURNING). ``where`` must match
+    one row at most; ``checks`` are the conditions the update itself may make untrue.
+    """
+    stmt = sa.update(table).where(*where, *checks)
+    stmt = stmt.ordered_values(*values) if isinstance(values, list) else stmt.values(values)
+    if conn.dialect.update_returning:
+        return to_dict(conn.execute(stmt.returning(*table.c)).first())
+    if conn.execute(stmt).rowcount != 1:
+        return None
+    return fetch(conn, table, *where)
+
+
 def changed_since(table, since):
     """Rows created or updated at or after ``since`` (naive UTC)."""
     return sa.or_(table.c.updated_at >= since, table.c.created_at >= since)

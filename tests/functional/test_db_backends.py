@@ -172,7 +172,10 @@ def test_instances(ctx):
     assert len(inst['flavor']) == 8 * 20000  # > 64 KiB: MEDIUMTEXT on MySQL
     _, new = main_db.instance_update_and_get_original(
         ctx, inst['uuid'], {'task_state': 'scheduling'}, expected_task_state=[None, 'x'])
-    assert new['task_state'] == 'scheduling'
+    # The row as stored after the update (RETURNING, or a read where there is none): the
+    # column the condition checked changed, and updated_at was set by the update.
+    assert new['task_state'] == 'scheduling' and new['updated_at'] is not None
+    assert new == main_db.instance_get_by_uuid(ctx, inst['uuid'])
     with pytest.raises(exception.UnexpectedTaskStateError):
         main_db.instance_update_and_get_original(ctx, inst['uuid'], {'task_state': 'y'},
                                                  expected_task_state=[None])

@@ -68,9 +68,10 @@ def _live(table, *where):
 def _update_live(context, error, table, where, values):
     """Update the live row matching ``where`` and return it, or raise ``error``."""
     with _begin(context) as conn:
-        if utils.update(conn, table, _live(table, *where), values) != 1:
+        row = utils.update_and_fetch(conn, table, _live(table, *where), values)
+        if row is None:
             raise error
-        return utils.fetch(conn, table, *_live(table, *where))
+        return row
 
 
 def _soft_delete(conn, table, *where):
@@ -315,11 +316,11 @@ def service_update(context, service_id, values):
         seen = sa.case((grew, utils.now()), else_=services.c.last_seen_up)
         assignments.insert(0, (services.c.last_seen_up, seen))
     where = _live(services, services.c.id == service_id)
-    stmt = sa.update(services).where(*where).ordered_values(*assignments)
     with utils.duplicate_as(_service_exists(values)), _begin(context) as conn:
-        if conn.execute(stmt).rowcount != 1:
+        row = utils.update_and_fetch(conn, services, where, assignments)
+        if row is None:
             raise exception.ServiceNotFound(service_id=service_id)
-        return utils.fetch(conn, services, *where)
+        return row
 
 
 @_admin_only
@@ -507,10 +508,11 @@ def instance_update_and_get_original(context, instance_uuid, values, expected_vm
             _begin(context) as conn:
         old = _instance_or_raise(conn, context, instance_uuid, instances.c.deleted == 0,
                                  for_update=True)
-        if utils.update(conn, instances, [*where, *checks], values) != 1:
+        new = utils.update_and_fetch(conn, instances, where, values, checks)
+        if new is None:
             raise _unexpected_state(instance_uuid, utils.fetch(conn, instances, *where),
                                     expected)
-        return old, utils.fetch(conn, instances, *where)
+        return old, new
 
 
 @_user_or_admin
