@@ -247,8 +247,15 @@ def fetch_all(conn, table, *where, order_by=None, frozen=None):
 
 
 def insert(conn, table, values):
-    """Insert ``values`` and return the new row as stored (defaults and id filled in)."""
-    result = conn.execute(sa.insert(table).values(values))
+    """Insert ``values`` and return the new row as stored (defaults and id filled in).
+
+    One statement where the backend returns what it inserted (PostgreSQL, SQLite 3.35+,
+    MariaDB 10.5+: INSERT ... RETURNING), else the INSERT and a SELECT by the new id.
+    """
+    stmt = sa.insert(table).values(values)
+    if conn.dialect.insert_returning:
+        return to_dict(conn.execute(stmt.returning(*table.c)).first())
+    result = conn.execute(stmt)
     return fetch(conn, table, table.c.id == result.inserted_primary_key[0])
 
 
