@@ -45,6 +45,7 @@ import sqlalchemy as sa
 from sqlalchemy import pool
 
 from minisched.db import migration
+from minisched import localcluster
 
 TRANSPORT_URL = (os.environ.get('MINISCHED_TEST_TRANSPORT_URL')
                  or 'rabbit://guest:guest@127.0.0.1:5672/')
@@ -54,6 +55,11 @@ DB_URL = os.environ.get('MINISCHED_TEST_DB_URL') or 'sqlite'
 START_TIMEOUT = 30
 STOP_TIMEOUT = 15
 LOG_TAIL_LINES = 40
+
+#: ``[oslo_messaging_rabbit]`` of a cluster on quorum queues, as ``minisched-cluster
+#: --rabbit-nodes`` writes it, with quick reconnection (1 to 2 s between attempts).
+QUORUM_RABBIT = dict(localcluster.QUORUM_OPTIONS, rabbit_retry_interval=1,
+                     rabbit_retry_backoff=1, rabbit_interval_max=2)
 
 
 def unavailable(message):

@@ -74,12 +74,7 @@ CONF = {'DEFAULT': {'rpc_response_timeout': 20, 'ram_allocation_ratio': 1.0,
                     'reserved_host_memory_mb': RESERVED_MB},
         'filter_scheduler': {'enabled_filters': FILTERS},
         'scheduler': {'discover_hosts_in_cells_interval': -1},
-        'oslo_messaging_rabbit': {'rabbit_quorum_queue': True,
-                                  'rabbit_transient_quorum_queue': True,
-                                  'rabbit_stream_fanout': True,
-                                  'rabbit_qos_prefetch_count': 100,
-                                  'rabbit_retry_interval': 1, 'rabbit_retry_backoff': 1,
-                                  'rabbit_interval_max': 2}}
+        'oslo_messaging_rabbit': base.QUORUM_RABBIT}
 #: A client's interval meaning "each create once the previous instance is built".
 ONE_BY_ONE = -1
 #: Phase 3: concurrent creates per API, without hints.

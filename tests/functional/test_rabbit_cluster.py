@@ -37,12 +37,7 @@ pytestmark = [pytest.mark.functional, pytest.mark.timeout(420)]
 
 #: Nova's quorum-queue settings, and quick reconnection (1-2 s between attempts).
 CONF = {'DEFAULT': {'rpc_response_timeout': 10},
-        'oslo_messaging_rabbit': {'rabbit_quorum_queue': True,
-                                  'rabbit_transient_quorum_queue': True,
-                                  'rabbit_stream_fanout': True,
-                                  'rabbit_qos_prefetch_count': 100,
-                                  'rabbit_retry_interval': 1, 'rabbit_retry_backoff': 1,
-                                  'rabbit_interval_max': 2}}
+        'oslo_messaging_rabbit': base.QUORUM_RABBIT}
 #: The stream: CREATES creates, one every CREATE_INTERVAL s (4/s), for at most STREAM_SECONDS.
 CREATES = 72
 CREATE_INTERVAL = 0.25
