@@ -201,8 +201,8 @@ class Builder:
         instance.task_state = None
         instance.launched_at = timeutils.utcnow()
         self._save(instance, 'ACTIVE', expected_task_state=instance_obj.SPAWNING)
-        self.manager.update_scheduler_instance_info(context, instance)
         LOG.info('Instance %s is ACTIVE on %s:%s', instance.uuid, self.host, node)
+        self.manager.update_scheduler_instance_info(context, instance)
 
     def _reschedule_or_fail(self, context, instance, image, request_spec, filter_properties,
                             host_list, exc, kwargs):

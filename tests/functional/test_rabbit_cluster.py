@@ -122,10 +122,16 @@ def test_node_killed_under_load_loses_and_doubles_no_build(rabbit, cluster, requ
     # Every accepted build ends ACTIVE or ERROR, once.
     built = client.wait_built(accepted, timeout=180)
     states = {uuid: instance.vm_state for uuid, instance in built.items()}
+    spawned = {uuid: 1 if states[uuid] == 'active' else 0 for uuid in accepted}
+    # A compute logs the spawn once its ACTIVE save is answered: a save whose answer was lost
+    # with the node is retried (1, 2, 4... s apart) after the row already reads ACTIVE.
+    base.wait_for(lambda: all(_spawns(cluster, uuid) >= count
+                              for uuid, count in spawned.items()), 60,
+                  message='a compute log line for each ACTIVE instance')
     for uuid in accepted:
         rows = cluster.query('SELECT vm_state FROM instances WHERE uuid = :uuid', uuid=uuid)
         assert len(rows) == 1, (uuid, rows)
-        assert _spawns(cluster, uuid) == (1 if states[uuid] == 'active' else 0), uuid
+        assert _spawns(cluster, uuid) == spawned[uuid], uuid
     assert cluster.query('SELECT instance_uuid FROM build_requests') == []
     nodes = client.nodes()
     active = sum(1 for state in states.values() if state == 'active')
