@@ -60,9 +60,10 @@ def _delete_or_raise(conn, error, table, *where):
 
 
 def _update_or_raise(conn, error, table, where, values):
-    if utils.update(conn, table, where, values) == 0:
+    row = utils.update_and_fetch(conn, table, where, values)
+    if row is None:
         raise error
-    return utils.fetch(conn, table, *where)
+    return row
 
 
 # -- authorization --------------------------------------------------------------------------------

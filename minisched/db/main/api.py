@@ -659,9 +659,8 @@ def action_finish(context, values):
     with _begin(context) as conn:
         _check_instance_in_project(conn, context, values['instance_uuid'])
         action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
-        where = [actions.c.id == action['id']]
-        utils.update(conn, actions, where, _without(values, 'instance_uuid', 'request_id'))
-        return utils.fetch(conn, actions, *where)
+        return utils.update_and_fetch(conn, actions, [actions.c.id == action['id']],
+                                      _without(values, 'instance_uuid', 'request_id'))
 
 
 @_user_or_admin
@@ -709,12 +708,12 @@ def action_event_finish(context, values):
         if event is None:
             raise exception.InstanceActionEventNotFound(event=values['event'],
                                                         action_id=action['id'])
-        where = [events.c.id == event['id']]
-        utils.update(conn, events, where,
-                     _without(values, 'instance_uuid', 'request_id', 'event', 'host'))
+        event = utils.update_and_fetch(
+            conn, events, [events.c.id == event['id']],
+            _without(values, 'instance_uuid', 'request_id', 'event', 'host'))
         if (values.get('result') or '').lower() == 'error':
             utils.update(conn, actions, [actions.c.id == action['id']], {'message': 'Error'})
-        return utils.fetch(conn, events, *where)
+        return event
 
 
 @_user_or_admin
