@@ -245,18 +245,24 @@ def test_replayed_messages_are_one_rate_limited_warning_without_traceback(consum
     assert len(_lines(caplog, logging.DEBUG)) == 2
 
 
-def test_one_collection_follows_large_messages_once_they_are_freed():
-    timers, collections = [], []
+def test_one_collection_then_a_trim_follow_large_messages_once_they_are_freed():
+    timers, calls = [], []
     collection = rpc_incoming._DeferredCollection(
         start_timer=lambda delay, run: timers.append((delay, run)),
-        collect=lambda: collections.append(1))
+        collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'))
     collection.schedule()
     collection.schedule()  # one pending: not a second
     assert [delay for delay, _ in timers] == [rpc_incoming._DeferredCollection.DELAY]
     timers.pop()[1]()
-    assert collections == [1]
+    assert calls == ['collect', 'trim']
     collection.schedule()
     assert len(timers) == 1
+
+
+def test_malloc_trim_is_glibcs_and_returns_its_answer():
+    trim = rpc_incoming._malloc_trim()
+    # glibc here: 1 when memory was given back to the system, else 0; never None.
+    assert trim() in (0, 1)
 
 
 def test_a_large_message_is_cleared_after_dispatch_and_collected(monkeypatch):
