@@ -17,6 +17,7 @@ stops it from there (:func:`stop_recorded`), and ``status`` reads it
 (:func:`recorded_status`, :meth:`Cluster.load`).
 """
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -25,9 +26,11 @@ import subprocess
 import threading
 import time
 
+from minisched import exception
 from minisched import rabbit_node
 from minisched.rabbit_node import BrokerError, Node  # noqa: F401  (raised and built here)
 
+LOG = logging.getLogger(__name__)
 LOG_TAIL_LINES = rabbit_node.LOG_TAIL_LINES
 #: The cluster's record, in its directory (PIDs and ports, for ``stop_recorded``).
 STATE_FILE = 'cluster.json'
@@ -125,11 +128,15 @@ class Cluster:
         seed = self.nodes[0]
         joining = self.nodes[1:]
         # The joins go one at a time (two nodes joining the same seed at once may collide on
-        # its schema lock); stopping and starting the applications go in parallel.
+        # its schema lock), and so do the starts that follow: two joined nodes starting at
+        # once race in the feature-flag negotiation, and one of them may fail to boot
+        # ("{killed, ... negotiate_protocol ...}", seen in CI on a loaded machine). A start
+        # that fails anyway is tried once more. Stopping the applications goes in parallel.
         _parallel([lambda n=node: n.stop_app() for node in joining])
         for node in joining:
             node.ctl('join_cluster', seed.nodename, timeout=_remaining(deadline))
-        _parallel([lambda n=node: n.start_app(_remaining(deadline)) for node in joining])
+        for node in joining:
+            _start_app(node, deadline)
         seed.ctl('await_online_nodes', len(self.nodes), timeout=_remaining(deadline))
         self.save()
 
@@ -323,6 +330,16 @@ def _parallel(jobs):
         raise errors[0]
 
 
+
+
+def _start_app(node, deadline):
+    """``node.start_app()``, once more if it fails (within ``deadline``)."""
+    try:
+        node.start_app(_remaining(deadline))
+    except rabbit_node.BrokerError as exc:
+        LOG.warning('RabbitMQ node %s did not start (%s); trying once more', node.nodename,
+                    exception.first_line(exc))
+        node.start_app(_remaining(deadline))
 
 
 def _remaining(deadline):

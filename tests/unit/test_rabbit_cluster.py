@@ -104,3 +104,36 @@ def test_stop_recorded_signals_only_the_programs_it_recorded(tmp_path):
             if process.poll() is None:
                 process.kill()
             process.wait()
+
+
+class _FlakyNode:
+    """A node whose application fails to start ``failures`` times (as two joined nodes
+    starting at once may), recording the time left it was given each time."""
+
+    nodename = 'rabbit2@localhost'
+
+    def __init__(self, failures):
+        self.failures = failures
+        self.timeouts = []
+
+    def start_app(self, timeout):
+        self.timeouts.append(timeout)
+        if len(self.timeouts) <= self.failures:
+            raise rabbit_cluster.BrokerError('rabbitmqctl start_app on %s: exit status 69: '
+                                             'Error:\n{:rabbit, {{:killed, ...' % self.nodename)
+
+
+def test_a_joined_node_that_fails_to_start_is_started_once_more(caplog):
+    deadline = time.monotonic() + 100
+    node = _FlakyNode(failures=1)
+    rabbit_cluster._start_app(node, deadline)
+    assert len(node.timeouts) == 2 and all(0 < t <= 100 for t in node.timeouts)
+    [record] = caplog.records
+    assert record.getMessage() == ('RabbitMQ node rabbit2@localhost did not start (rabbitmqctl '
+                                   'start_app on rabbit2@localhost: exit status 69: Error:); '
+                                   'trying once more')
+
+    twice = _FlakyNode(failures=2)
+    with pytest.raises(rabbit_cluster.BrokerError, match='exit status 69'):
+        rabbit_cluster._start_app(twice, deadline)
+    assert len(twice.timeouts) == 2
