@@ -103,6 +103,28 @@ class TestIdleCost(base.TestCase):
         self.assertGreater(after_idle, 0)
 
 
+class TestOverFloor(base.TestCase):
+    """The e2e target: select_destinations p50 minus the wire floor's, by cluster size."""
+
+    def test_the_addition_is_held_to_the_target_of_its_size(self):
+        from benchmarks import e2e
+        times = {'bare': [1.0, 1.2, 1.1], 'payload': [1.2, 1.3, 1.4], 'floor': [1.5, 1.6, 1.7],
+                 'select': [1.9, 2.0, 2.2]}
+        figure, = e2e.over_floor_figures(times, 1000)
+        self.assertEqual('select_destinations p50 over the wire floor @1000 hosts',
+                         figure.figure)
+        self.assertAlmostEqual(0.4, figure.value)
+        self.assertEqual((True, '<= 0.5 ms'), (figure.met, figure.target))
+        slower = dict(times, select=[2.0, 2.2, 2.5])
+        figure, = e2e.over_floor_figures(slower, 1000)
+        self.assertAlmostEqual(0.6, figure.value)
+        self.assertIs(False, figure.met)
+        figure, = e2e.over_floor_figures(slower, 10000)
+        self.assertEqual((True, '<= 3 ms'), (figure.met, figure.target))
+        figure, = e2e.over_floor_figures(times, 2000)  # no target at that size
+        self.assertIsNone(figure.met)
+
+
 class TestReportingRefresh(base.TestCase):
     """The refresh bench's reporting cluster: rows are written while refreshes are timed."""
 
