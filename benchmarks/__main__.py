@@ -2,9 +2,11 @@
 
 Benches (``--skip`` any of them): ``pipeline`` (filter + weigh + pick over prebuilt host
 states, checked against the per-host reference), ``refresh`` (host states from SQLite,
-PostgreSQL and MySQL/MariaDB), ``e2e`` (select_destinations over RabbitMQ vs a bare echo
-call), ``memory`` (scheduler worker RSS at 10,000 hosts) and ``build`` (boots through fake
-computes). Hosts are synthetic except in ``build``. Prints a table (figure, value, target,
+PostgreSQL and MySQL/MariaDB), ``e2e`` (select_destinations over RabbitMQ against the wire
+floor, at 1,000 and 10,000 hosts), ``memory`` (scheduler worker RSS at 10,000 hosts),
+``build`` (1,000 boots through 200 fake computes) and ``build-wide`` (the same boots through
+2,000 fake computes in 20 processes, on a broker of its own; not with ``--quick``). Hosts are
+synthetic except in the build benches. Prints a table (figure, value, target,
 met?), the build bench's trace (costs per build, service by service: ``--no-trace`` turns it
 off) and a CSV; exits 1 when a bench fails or a decision differs from the reference, never
 because of a timing.
@@ -16,7 +18,7 @@ import time
 import traceback
 import warnings
 
-BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build')
+BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build', 'build-wide')
 FULL_SIZES = (1000, 10000, 50000)
 QUICK_SIZES = (1000, 10000)
 #: Requests timed per size: (quick, full).
@@ -27,6 +29,9 @@ NUMA_SIZES = ((1000,), (1000, 10000))
 NUMA_REQUESTS = {1000: (5, 40), 10000: (2, 10)}
 #: (instances, computes, computes per process): quick, full.
 BUILD = ((20, 4, 2), (1000, 200, 25))
+#: The wide build bench (full runs only): the same instances on ten times the computes, in
+#: 20 processes, with a broker of its own.
+BUILD_WIDE = (1000, 2000, 100)
 
 
 def _parser():
@@ -78,7 +83,10 @@ def _plan(args, reports):
         ('memory', lambda out: memory.run(calls=10 if quick else 60, out=out)),
         ('build', lambda out: build.run(instances, computes, per_process, out=out,
                                         trace_on=not args.no_trace, reports=reports)),
-    ]
+    ] + ([] if quick else [
+        ('build-wide', lambda out: build.run(*BUILD_WIDE, out=out, trace_on=False,
+                                             own_broker=True)),
+    ])
 
 
 def _say(message):

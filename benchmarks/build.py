@@ -33,6 +33,8 @@ from minisched import trace_files
 
 #: (vcpus, memory_mb, local_gb) of the fake computes, cycled.
 COMPUTE_SIZES = ((16, 32768, 400), (32, 65536, 800), (8, 16384, 200), (64, 131072, 1600))
+#: How long the computes may take to register, per compute (at least 10 minutes in all).
+START_SECONDS_PER_COMPUTE = 0.9
 #: Stop waiting when no instance finished for this long (the rest count as "not done").
 STALL_SECONDS = 120
 #: How often the client reads the instances' states: the resolution of the ACTIVE times.
@@ -79,7 +81,10 @@ def start_computes(bench, db_url, computes, per_process):
         bench.start('computes%d' % index, 'benchmarks.multi_compute',
                     {'fake_driver': {'host_sizes': sizes}}, ready='minisched-compute ready',
                     ready_count=len(hosts), wait=False)
-    bench.wait_ready(*['computes%d' % i for i in range(len(groups))], timeout=600)
+    # Registering is the conductor's work, and it serves the state reports of the computes
+    # already up meanwhile: 2,000 of them took 10 minutes here.
+    bench.wait_ready(*['computes%d' % i for i in range(len(groups))],
+                     timeout=max(600, computes * START_SECONDS_PER_COMPUTE))
     deadline = time.monotonic() + 300
     while _count(db_url, 'SELECT count(*) FROM compute_nodes WHERE deleted = 0') < computes:
         if time.monotonic() > deadline:
@@ -200,14 +205,18 @@ def figures_for(result, count, computes, processes, backend):
 
 
 def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, trace_on=True,
-        reports=None):
+        reports=None, own_broker=False):
     """Boot ``instances``; returns the figures. With ``trace_on``, the build trace's text
-    goes to ``reports`` (a list; else to ``out``) and its totals join the figures."""
+    goes to ``reports`` (a list; else to ``out``) and its totals join the figures. With
+    ``own_broker``, the deployment gets a RabbitMQ node of its own
+    (:func:`benchmarks.cluster.private_broker`: 2,000 computes hold more connections than
+    the machine's broker takes), else a vhost of the machine's."""
     reachable, _why = databases.reachable('postgresql')
     backend = 'postgresql' if reachable else 'sqlite'
     db_context = databases.server_db('postgresql') if reachable else databases.sqlite_db()
+    broker = cluster.private_broker() if own_broker else cluster.vhost(suffix='build')
     snapshots = {}
-    with cluster.vhost(suffix='build') as url, db_context as db_url:
+    with broker as url, db_context as db_url:
         # oslo.db's default overflow (50 per worker) could exhaust a shared PostgreSQL; 10
         # made a few conductor calls time out waiting for a connection at 200 computes.
         pools = {'max_pool_size': 5, 'max_overflow': 25}

@@ -125,6 +125,41 @@ class TestOverFloor(base.TestCase):
         self.assertIsNone(figure.met)
 
 
+class TestStopAll(base.TestCase):
+    """The bench's services are stopped together: one SIGTERM each, one deadline for all."""
+
+    def test_services_that_ignore_sigterm_are_killed_after_one_deadline(self):
+        import signal
+        import subprocess
+        import sys
+
+        from benchmarks import cluster
+        bench = cluster.Cluster('rabbit://unused', 'sqlite://')
+        self.addCleanup(shutil.rmtree, bench.workdir, True)
+        marks = os.path.join(bench.workdir, 'terms')
+        stubborn = ('import signal, sys, time\n'
+                    'def term(*_):\n'
+                    '    open(sys.argv[1], "a").write(sys.argv[2] + "\\n")\n'
+                    'signal.signal(signal.SIGTERM, term)\n'
+                    'print("up", flush=True)\n'
+                    'while True: time.sleep(1)\n')
+        for index in range(4):
+            popen = subprocess.Popen([sys.executable, '-c', stubborn, marks, str(index)],
+                                     stdout=subprocess.PIPE, start_new_session=True)
+            self.assertEqual(b'up\n', popen.stdout.readline())
+            popen.stdout.close()
+            bench.procs['s%d' % index] = (popen, None, None, 0)
+        start = time.monotonic()
+        bench.stop_all(timeout=1.5)
+        elapsed = time.monotonic() - start
+        with open(marks) as handle:
+            self.assertEqual(['0', '1', '2', '3'], sorted(handle.read().split()))
+        self.assertEqual([-signal.SIGKILL] * 4,
+                         [bench.procs['s%d' % i][0].returncode for i in range(4)])
+        # One deadline for the four, not 1.5 s each one after the other (6 s).
+        self.assertLess(elapsed, 4.5)
+
+
 class TestReportingRefresh(base.TestCase):
     """The refresh bench's reporting cluster: rows are written while refreshes are timed."""
 
