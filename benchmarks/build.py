@@ -82,7 +82,7 @@ def start_computes(bench, db_url, computes, per_process):
                     {'fake_driver': {'host_sizes': sizes}}, ready='minisched-compute ready',
                     ready_count=len(hosts), wait=False)
     # Registering is the conductor's work, and it serves the state reports of the computes
-    # already up meanwhile: 2,000 of them took 10 minutes here.
+    # already up meanwhile: 2,000 of them took 10 to 15 minutes here.
     bench.wait_ready(*['computes%d' % i for i in range(len(groups))],
                      timeout=max(600, computes * START_SECONDS_PER_COMPUTE))
     deadline = time.monotonic() + 300

@@ -33,6 +33,7 @@ processes using the product's own client (``SchedulerAPI``) and serializer.
   after a 10 ms sleep): the CPU's caches and branch predictors lose what they held of it
   while the process waits, and a request runs through hundreds of functions.
 """
+import contextlib
 import time
 import uuid
 
@@ -289,11 +290,24 @@ def _mean_ms(before, after, metric):
     return total / count * 1000 if count else float('nan')
 
 
-def _synthetic_cluster(url, db_url, hosts):
-    synthetic.write_db(db_url, synthetic.node_rows(hosts, now=synthetic.old_now(),
-                                                   spread_seconds=600),
-                       api_url=db_url, cell_uuid=str(uuid.uuid4()), transport_url=url)
-    return cluster.Cluster(url, db_url)
+@contextlib.contextmanager
+def _deployment(url, hosts, out):
+    """A database of ``hosts`` synthetic hosts and the bench cluster over it, its echo
+    server started; yields ``(cluster, database URL)``. On failure the logs' place is said
+    and the services stopped; otherwise they are stopped and their files removed."""
+    with databases.sqlite_db() as db_url:
+        synthetic.write_db(db_url, synthetic.node_rows(hosts, now=synthetic.old_now(),
+                                                       spread_seconds=600),
+                           api_url=db_url, cell_uuid=str(uuid.uuid4()), transport_url=url)
+        bench = cluster.Cluster(url, db_url)
+        try:
+            bench.start('echo', 'benchmarks.echo_server', ready='bench echo server ready')
+            yield bench, db_url
+        except BaseException:
+            out('  e2e failed; logs under %s' % bench.workdir)
+            bench.stop_all()
+            raise
+        bench.cleanup()
 
 
 def _run_sequential(bench, calls, on_ready=None):
@@ -306,50 +320,32 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
     """The figures at ``hosts`` hosts, and the sequential ones again at each size of
     ``larger`` (a scheduler of ``workers`` workers and a database of its own each)."""
     with cluster.vhost(suffix='e2e') as url:
-        with databases.sqlite_db() as db_url:
-            bench = _synthetic_cluster(url, db_url, hosts)
+        with _deployment(url, hosts, out) as (bench, db_url):
             idle = idle_cost(db_url, calls // 2)
-            try:
-                bench.start('echo', 'benchmarks.echo_server', ready='bench echo server ready')
-                port = _free_port()
-                start_scheduler(bench, workers, port)
-                out('  e2e: scheduler (%d workers) and echo server up; %d sequential calls...'
-                    % (workers, calls))
-                before = {}
-                seq = _run_sequential(bench, calls, on_ready=lambda: before.update(scrape(port)))
-                after = scrape(port)
-                own = {'request': _mean_ms(before, after, 'request_duration_seconds'),
-                       'refresh': _mean_ms(before, after,
-                                           'host_state_refresh_duration_seconds')}
-                out('  e2e: %d clients for %.0f s...' % (procs * threads, seconds))
-                conc = cluster.run_children(
-                    _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
-                                  for seed in range(procs)], timeout=600)
-                rss = worker_rss(bench)
-                bench.stop('scheduler')
-                out('  e2e: scheduler with 1 worker; %d sequential calls...' % calls)
-                start_scheduler(bench, 1, port)
-                one = _run_sequential(bench, calls)
-            except BaseException:
-                out('  e2e failed; logs under %s' % bench.workdir)
-                bench.stop_all()
-                raise
-            bench.cleanup()
+            port = _free_port()
+            start_scheduler(bench, workers, port)
+            out('  e2e: scheduler (%d workers) and echo server up; %d sequential calls...'
+                % (workers, calls))
+            before = {}
+            seq = _run_sequential(bench, calls, on_ready=lambda: before.update(scrape(port)))
+            after = scrape(port)
+            own = {'request': _mean_ms(before, after, 'request_duration_seconds'),
+                   'refresh': _mean_ms(before, after, 'host_state_refresh_duration_seconds')}
+            out('  e2e: %d clients for %.0f s...' % (procs * threads, seconds))
+            conc = cluster.run_children(
+                _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
+                              for seed in range(procs)], timeout=600)
+            rss = worker_rss(bench)
+            bench.stop('scheduler')
+            out('  e2e: scheduler with 1 worker; %d sequential calls...' % calls)
+            start_scheduler(bench, 1, port)
+            one = _run_sequential(bench, calls)
         others = []
         for size in larger:
-            with databases.sqlite_db() as db_url:
-                bench = _synthetic_cluster(url, db_url, size)
-                try:
-                    bench.start('echo', 'benchmarks.echo_server',
-                                ready='bench echo server ready')
-                    start_scheduler(bench, workers)
-                    out('  e2e: @%d hosts, scheduler (%d workers); %d sequential calls...'
-                        % (size, workers, calls))
-                    others.append((size, _run_sequential(bench, calls)))
-                except BaseException:
-                    out('  e2e failed; logs under %s' % bench.workdir)
-                    bench.stop_all()
-                    raise
-                bench.cleanup()
+            with _deployment(url, size, out) as (bench, _db_url):
+                start_scheduler(bench, workers)
+                out('  e2e: @%d hosts, scheduler (%d workers); %d sequential calls...'
+                    % (size, workers, calls))
+                others.append((size, _run_sequential(bench, calls)))
     return figures_for(seq, conc, hosts, workers, procs * threads, rss, own, idle, one,
                        others)

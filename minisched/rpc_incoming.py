@@ -43,7 +43,6 @@ under the default limit, it stayed 24-38 MB larger after the collection and is 7
 with the trim. A message over the limit is refused undecoded.
 """
 import ctypes
-import ctypes.util
 import functools
 import gc
 import inspect
@@ -285,10 +284,14 @@ LARGE_MESSAGE_BYTES = 1024 * 1024
 
 
 def _malloc_trim():
-    """glibc's ``malloc_trim(0)`` as a function of no argument; a no-op on another libc."""
+    """glibc's ``malloc_trim(0)`` as a function of no argument; a no-op on another libc.
+
+    Looked up among the symbols the process has loaded (``CDLL(None)``), not by
+    ``ctypes.util.find_library``, which runs ``ldconfig -p`` in a subprocess: this module is
+    imported by every service and command.
+    """
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6')
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return lambda: None
     trim.argtypes = [ctypes.c_size_t]
