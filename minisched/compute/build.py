@@ -16,7 +16,6 @@ guest, gives the claim back and writes nothing more.
 import collections
 import logging
 import threading
-import time
 import traceback
 
 import oslo_messaging as messaging
@@ -26,6 +25,7 @@ from minisched import exception
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action
 from minisched.objects import instance_fault
+from minisched import retrying
 
 LOG = logging.getLogger(__name__)
 
@@ -41,8 +41,6 @@ _STATE_CHANGED = (exception.UnexpectedVMStateError, exception.UnexpectedTaskStat
 EVENT = 'compute_build_and_run_instance'
 #: Builds remembered to recognise a message delivered twice (uuid and attempt number each).
 SEEN_BUILDS = 10000
-#: Longest wait between two tries of a conductor call that timed out.
-MAX_RETRY_DELAY = 30
 
 
 class _Rescheduled(Exception):
@@ -269,21 +267,13 @@ class Builder:
         or answers that the database is unavailable (DBTransientError).
 
         A build must end ACTIVE or ERROR in the database; while the broker, the conductor or
-        the database is away the build waits (backing off to MAX_RETRY_DELAY s) instead of
+        the database is away the build waits (backing off: ``minisched.retrying``) instead of
         leaving the instance BUILDING. Gives up after ``[DEFAULT] long_rpc_timeout``.
         """
-        deadline = time.monotonic() + self.manager.conf.long_rpc_timeout
-        delay = 1
-        while True:
-            try:
-                return call()
-            except RETRIED as exc:
-                if time.monotonic() + delay > deadline:
-                    raise
-                LOG.warning('%s (%s); trying again in %d s.', unanswered_reason(exc), what,
-                            delay)
-                time.sleep(delay)
-                delay = min(delay * 2, MAX_RETRY_DELAY)
+        return retrying.until_done(
+            call, lambda exc: isinstance(exc, RETRIED), self.manager.conf.long_rpc_timeout,
+            lambda exc, delay: '%s (%s); trying again in %d s.' % (unanswered_reason(exc),
+                                                                   what, delay), log=LOG)
 
     def _save(self, instance, what, **expected):
         """``instance.save(**expected)`` through ``_until_answered``.
