@@ -226,29 +226,24 @@ class ComputeTaskManager:
         """Make this delivery the one that builds ``instance``, just created in ``cell``.
 
         Mapping the instance to its cell is conditional (only an unplaced mapping is taken),
-        then the build request is dropped. Another delivery of the same message that mapped
-        it first, or a user who deleted the build request meanwhile, wins: the instance this
-        delivery created is destroyed and False returned (nothing is cast).
+        and the build request is dropped with it (``api_db.build_request_take``). Another
+        delivery of the same message that mapped it first, or a user who deleted the build
+        request meanwhile, wins: the instance this delivery created is destroyed and False
+        returned (nothing is cast).
         """
-        if cell is not None:
-            try:
-                taken = api_db.instance_mapping_claim_cell(context, instance.uuid, cell.id)
-            except exception.InstanceMappingNotFound:
-                taken = True  # nothing to take; the build request decides
-            if not taken:
-                LOG.info('Instance %s was placed by another delivery of its build request; '
-                         'removing the copy this one made in cell %s.', instance.uuid,
-                         _cell_name(cell))
-                instance.destroy()
-                return False
-        try:
-            build_request.destroy()
-        except exception.BuildRequestNotFound:
+        outcome = api_db.build_request_take(context, instance.uuid,
+                                            cell.id if cell is not None else None)
+        if outcome == api_db.PLACED:
+            LOG.info('Instance %s was placed by another delivery of its build request; '
+                     'removing the copy this one made in cell %s.', instance.uuid,
+                     _cell_name(cell))
+        elif outcome == api_db.GONE:
             LOG.info('The build request of instance %s was deleted while it was scheduled; '
                      'deleting the instance.', instance.uuid)
-            instance.destroy()
-            return False
-        return True
+        else:
+            return True
+        instance.destroy()
+        return False
 
     def _cast_build(self, context, instance, spec, host_list, image):
         host_list = list(host_list)

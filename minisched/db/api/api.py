@@ -284,6 +284,31 @@ def instance_mapping_get_by_instance_uuid(context, instance_uuid):
         return _with_cells(conn, [_own_instance_mapping(conn, context, instance_uuid)])[0]
 
 
+def _claim_cell(conn, context, instance_uuid, cell_id):
+    """Point an unplaced instance's mapping at ``cell_id``. True when done, False when the
+    mapping already names a cell, None when there is no mapping (in the context's scope).
+
+    The conditional UPDATE is the one place where a build request is taken: when a message is
+    delivered twice, only one delivery can map the instance (see the conductor).
+    """
+    scope = [*_instance_mapping_where(instance_uuid), *_project_only(context, instance_mappings)]
+    if utils.update(conn, instance_mappings, [*scope, instance_mappings.c.cell_id.is_(None)],
+                    {'cell_id': cell_id}):
+        return True
+    return False if utils.fetch(conn, instance_mappings, *scope) is not None else None
+
+
+@_user_or_admin
+@utils.writer
+def instance_mapping_claim_cell(context, instance_uuid, cell_id):
+    """:func:`_claim_cell`; raises InstanceMappingNotFound when there is no mapping at all."""
+    with _begin() as conn:
+        claimed = _claim_cell(conn, context, instance_uuid, cell_id)
+        if claimed is None:
+            _own_instance_mapping(conn, context, instance_uuid)  # raises, hidden if need be
+        return claimed
+
+
 @_user_or_admin
 def instance_mapping_get_all_by_cell(context, cell_id):
     with _begin() as conn:
@@ -302,25 +327,6 @@ def instance_mapping_update(context, instance_uuid, values):
         row = _update_or_raise(conn, exception.InstanceMappingNotFound(uuid=instance_uuid),
                                instance_mappings, _instance_mapping_where(instance_uuid), values)
         return _with_cells(conn, [row])[0]
-
-
-@_user_or_admin
-@utils.writer
-def instance_mapping_claim_cell(context, instance_uuid, cell_id):
-    """Point an unplaced instance's mapping at ``cell_id``; False when it already names a cell.
-
-    The conditional UPDATE is the one place where a build request is taken: when a message is
-    delivered twice, only one delivery can map the instance (see the conductor). Raises
-    InstanceMappingNotFound when there is no mapping at all.
-    """
-    where = _instance_mapping_where(instance_uuid)
-    with _begin() as conn:
-        if utils.update(conn, instance_mappings,
-                        [*where, *_project_only(context, instance_mappings),
-                         instance_mappings.c.cell_id.is_(None)], {'cell_id': cell_id}):
-            return True
-        _own_instance_mapping(conn, context, instance_uuid)
-        return False
 
 
 @_user_or_admin
@@ -679,3 +685,32 @@ def build_request_destroy(context, instance_uuid):
         _own_build_request(conn, context, instance_uuid)
         _delete_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
                          build_requests, *_build_request_where(instance_uuid))
+
+
+#: What :func:`build_request_take` found.
+TAKEN, PLACED, GONE = 'taken', 'placed', 'gone'
+
+
+@_user_or_admin
+@utils.writer
+def build_request_take(context, instance_uuid, cell_id):
+    """Take the build request of an instance just created in cell ``cell_id``, in one
+    transaction: point its unplaced instance mapping at the cell (:func:`_claim_cell`),
+    then delete the build request (Nova's conductor saves the mapping and destroys the build
+    request: two transactions, and a read of the build request). Rows of another project
+    than a user context's are taken as absent, so that the answer does not tell whether
+    they exist.
+
+    :param cell_id: None when there are no cells (no mapping to point)
+    :returns: TAKEN; PLACED when the mapping already named a cell (another delivery placed
+        the instance: nothing changed); GONE when there is no build request (the user
+        deleted the instance meanwhile; the mapping, if any, is taken all the same)
+    """
+    with _begin() as conn:
+        # No mapping at all (None): nothing to take; the build request decides.
+        if cell_id is not None and _claim_cell(conn, context, instance_uuid, cell_id) is False:
+            return PLACED
+        deleted = conn.execute(sa.delete(build_requests).where(
+            *_build_request_where(instance_uuid),
+            *_project_only(context, build_requests))).rowcount
+        return TAKEN if deleted else GONE

@@ -259,3 +259,36 @@ def test_build_requests(ctx):
     for call in (db.build_request_get_by_instance_uuid, db.build_request_destroy):
         with pytest.raises(exception.BuildRequestNotFound):
             call(ctx, 'i1')
+
+
+def _pending_build(ctx, uuid):
+    db.instance_mapping_create(ctx, {'instance_uuid': uuid, 'project_id': 'p'})
+    db.build_request_create(ctx, {'instance_uuid': uuid, 'project_id': 'p',
+                                  'instance': '{"uuid": "%s"}' % uuid})
+
+
+def test_build_request_take_maps_the_instance_and_drops_its_request_at_once(ctx):
+    cell, other = _cell(ctx), _cell(ctx, name='cell2')
+    _pending_build(ctx, 'i1')
+    assert db.build_request_take(ctx, 'i1', cell['id']) == db.TAKEN
+    assert db.instance_mapping_get_by_instance_uuid(ctx, 'i1')['cell_id'] == cell['id']
+    with pytest.raises(exception.BuildRequestNotFound):
+        db.build_request_get_by_instance_uuid(ctx, 'i1')
+    # A second delivery, placed elsewhere meanwhile: it loses, and changes nothing.
+    _pending_build(ctx, 'i2')
+    db.instance_mapping_update(ctx, 'i2', {'cell_id': other['id']})
+    assert db.build_request_take(ctx, 'i2', cell['id']) == db.PLACED
+    assert db.instance_mapping_get_by_instance_uuid(ctx, 'i2')['cell_id'] == other['id']
+    assert db.build_request_get_by_instance_uuid(ctx, 'i2')['instance_uuid'] == 'i2'
+
+
+def test_build_request_take_without_a_request_or_a_mapping(ctx):
+    cell = _cell(ctx)
+    _pending_build(ctx, 'i1')
+    db.build_request_destroy(ctx, 'i1')  # the user deleted the instance while it was placed
+    assert db.build_request_take(ctx, 'i1', cell['id']) == db.GONE
+    assert db.instance_mapping_get_by_instance_uuid(ctx, 'i1')['cell_id'] == cell['id']
+    # No mapping (or no cells): the build request alone decides.
+    db.build_request_create(ctx, {'instance_uuid': 'i2', 'project_id': 'p', 'instance': '{}'})
+    assert db.build_request_take(ctx, 'i2', cell['id']) == db.TAKEN
+    assert db.build_request_take(ctx, 'i2', None) == db.GONE

@@ -294,7 +294,10 @@ def test_instance_mappings_belong_to_their_project(ctx, alice, mallory):
     with pytest.raises(exception.Forbidden):
         api_db.instance_mapping_update(alice, 'i1', {'project_id': 'p2'})
     assert api_db.instance_mapping_get_by_instance_uuid(ctx, 'i1') == mapping
-    assert api_db.instance_mapping_claim_cell(alice, 'i1', cell['id'])
+    # Another project's mapping is taken as absent: the take changes nothing there.
+    assert api_db.build_request_take(mallory, 'i1', cell['id']) == api_db.GONE
+    assert api_db.instance_mapping_get_by_instance_uuid(ctx, 'i1')['cell_id'] is None
+    assert api_db.build_request_take(alice, 'i1', cell['id']) == api_db.GONE
     assert api_db.instance_mapping_get_all_by_cell(mallory, cell['id']) == []
     assert [m['instance_uuid'] for m in api_db.instance_mapping_get_all_by_cell(
         alice, cell['id'])] == ['i1']
@@ -308,6 +311,8 @@ def test_build_requests_belong_to_their_project(ctx, alice, mallory):
     _refused(api_db.build_request_get_by_instance_uuid, exception.BuildRequestNotFound,
              mallory, 'i1')
     _refused(api_db.build_request_destroy, exception.BuildRequestNotFound, mallory, 'i1')
+    assert api_db.build_request_take(mallory, 'i1', None) == api_db.GONE
+    assert api_db.build_request_get_by_instance_uuid(alice, 'i1') == request
     with pytest.raises(exception.Forbidden):
         api_db.build_request_create(mallory, {'instance_uuid': 'i2', 'project_id': 'p1'})
     assert api_db.build_request_get_all(mallory) == []
