@@ -167,7 +167,7 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
         updates.pop('id', None)
         if not updates:
             return
-        _old, db_inst = db.instance_update_and_get_original(
+        db_inst = db.instance_update(
             self._context, self.uuid, self._db_values(updates),
             expected_vm_state=expected_vm_state, expected_task_state=expected_task_state)
         self._from_db_object(self._context, self, db_inst)

@@ -179,6 +179,12 @@ def test_instances(ctx):
     with pytest.raises(exception.UnexpectedTaskStateError):
         main_db.instance_update_and_get_original(ctx, inst['uuid'], {'task_state': 'y'},
                                                  expected_task_state=[None])
+    # Instance.save's write: the new row alone, the same either way.
+    new = main_db.instance_update(ctx, inst['uuid'], {'node': 'n2'},
+                                  expected_task_state='scheduling')
+    assert new['node'] == 'n2' and new == main_db.instance_get_by_uuid(ctx, inst['uuid'])
+    with pytest.raises(exception.UnexpectedTaskStateError):
+        main_db.instance_update(ctx, inst['uuid'], {'node': 'n3'}, expected_task_state=[None])
     main_db.instance_update_and_get_original(ctx, inst['uuid'], {'task_state': 'deleting'})
     with pytest.raises(exception.UnexpectedDeletingTaskStateError):
         main_db.instance_update_and_get_original(ctx, inst['uuid'], {'host': 'h2'},

@@ -500,6 +500,26 @@ def instance_update_and_get_original(context, instance_uuid, values, expected_vm
     concurrent writer can slip in between; a mismatch raises UnexpectedVMStateError or
     UnexpectedTaskStateError (UnexpectedDeletingTaskStateError when the instance is deleting).
     """
+    return _instance_update(context, instance_uuid, values, expected_vm_state,
+                            expected_task_state, original=True)
+
+
+@_user_or_admin
+@utils.writer
+def instance_update(context, instance_uuid, values, expected_vm_state=None,
+                    expected_task_state=None):
+    """:func:`instance_update_and_get_original`'s write, returning the updated row only.
+
+    ``Instance.save`` has no use for the row as it was: reading (and locking) it first cost
+    every save a statement. Here a save is one statement where the backend returns what it
+    updated; the row is read only to tell why an update matched nothing.
+    """
+    return _instance_update(context, instance_uuid, values, expected_vm_state,
+                            expected_task_state, original=False)[1]
+
+
+def _instance_update(context, instance_uuid, values, expected_vm_state, expected_task_state,
+                     original):
     values = dict(values)
     expected = _expectations(values, expected_vm_state, expected_task_state)
     where = _live(instances, instances.c.uuid == instance_uuid, *_project_only(context))
@@ -507,11 +527,11 @@ def instance_update_and_get_original(context, instance_uuid, values, expected_vm
     with utils.duplicate_as(lambda error: exception.InstanceExists(name=instance_uuid)), \
             _begin(context) as conn:
         old = _instance_or_raise(conn, context, instance_uuid, instances.c.deleted == 0,
-                                 for_update=True)
+                                 for_update=True) if original else None
         new = utils.update_and_fetch(conn, instances, where, values, checks)
         if new is None:
-            raise _unexpected_state(instance_uuid, utils.fetch(conn, instances, *where),
-                                    expected)
+            raise _unexpected_state(instance_uuid, _instance_or_raise(
+                conn, context, instance_uuid, instances.c.deleted == 0), expected)
         return old, new
 
 

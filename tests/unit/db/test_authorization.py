@@ -117,6 +117,11 @@ def test_another_project_can_neither_update_nor_destroy_an_instance(ctx, alice, 
     instance = _instance(alice)
     _refused(db.instance_update_and_get_original, exception.InstanceNotFound, mallory,
              instance['uuid'], {'vm_state': 'error'})
+    hidden = _refused(db.instance_update, exception.InstanceNotFound, mallory,
+                      instance['uuid'], {'vm_state': 'error'}, 'active')
+    with pytest.raises(exception.InstanceNotFound) as missing:
+        db.instance_update(mallory, 'no-such-uuid', {'vm_state': 'error'}, 'active')
+    assert _raise_site(hidden) == _raise_site(missing.value)
     _refused(db.instance_destroy, exception.InstanceNotFound, mallory, instance['uuid'])
     assert db.instance_get_by_uuid(ctx, instance['uuid']) == instance
     old, new = db.instance_update_and_get_original(alice, instance['uuid'],

@@ -342,6 +342,21 @@ def test_instance_update_returns_old_and_new(ctx):
         db.instance_update_and_get_original(ctx, 'nope', {'task_state': 'x'})
 
 
+def test_instance_update_returns_the_new_row_and_says_why_nothing_matched(ctx):
+    inst = _instance(ctx, task_state='spawning')
+    new = db.instance_update(ctx, inst['uuid'], {'vm_state': 'active', 'task_state': None},
+                             expected_task_state='spawning')
+    assert (new['vm_state'], new['task_state']) == ('active', None)
+    assert db.instance_get_by_uuid(ctx, inst['uuid']) == new
+    with pytest.raises(exception.UnexpectedTaskStateError):
+        db.instance_update(ctx, inst['uuid'], {'task_state': 'x'}, expected_task_state='y')
+    with pytest.raises(exception.UnexpectedVMStateError):
+        db.instance_update(ctx, inst['uuid'], {'task_state': 'x'}, expected_vm_state='error')
+    with pytest.raises(exception.InstanceNotFound):
+        db.instance_update(ctx, 'nope', {'task_state': 'x'})
+    assert db.instance_get_by_uuid(ctx, inst['uuid']) == new
+
+
 @pytest.mark.parametrize('expected', ['scheduling', ['spawning', 'scheduling'],
                                       ('scheduling',)])
 def test_instance_update_expected_task_state_matches(ctx, expected):
