@@ -7,6 +7,8 @@ at WARNING with the object, the method and the context's project and user. A dat
 that passes by itself (connection lost or refused, deadlock: see ``db_errors``) goes back as
 DBTransientError, also expected and logged once at WARNING, so that the caller can retry it.
 """
+import copy
+import datetime
 import logging
 
 import oslo_messaging as messaging
@@ -66,14 +68,13 @@ class ConductorManager(manager.Manager):
             _raise_expected(exception.InvalidObjectRequest(
                 reason='objinst must be a minisched object primitive'))
         _check_remotable(objinst, objinst.obj_name(), objmethod)
-        oldobj = objinst.obj_clone()
+        before = _field_values(objinst)
         result = _dispatch(context, objinst, objmethod, tuple(args or ()), kwargs)
         updates = {}
         for name, field in objinst.fields.items():
             if not objinst.obj_attr_is_set(name):
                 continue
-            if (not oldobj.obj_attr_is_set(name) or
-                    getattr(oldobj, name) != getattr(objinst, name)):
+            if name not in before or before[name] != getattr(objinst, name):
                 updates[name] = field.to_primitive(objinst, name, getattr(objinst, name))
         updates['obj_what_changed'] = objinst.obj_what_changed()
         return updates, result
@@ -87,6 +88,27 @@ class ConductorManager(manager.Manager):
         target = object_versions.get(objinst.obj_name())
         return objinst.obj_to_primitive(target_version=target,
                                         version_manifest=object_versions)
+
+
+#: Field values a method cannot change in place: kept as they are, not copied.
+_IMMUTABLE = (str, int, float, bool, type(None), datetime.datetime)
+
+
+def _field_values(objinst):
+    """``{field: value}`` of the set fields of ``objinst`` as they are now, for Nova's diff
+    of an object before and after its method (``object_action``).
+
+    Nova diffs against ``obj_clone()``, a deep copy of the whole object; values that cannot
+    change in place (numbers, strings, datetimes) need no copy, and the rest (dicts, lists,
+    nested objects) are deep-copied as the clone copied them, so the diff is the same. A
+    state report's Service has nothing to copy; the clone was a tenth of its handling.
+    """
+    values = {}
+    for name in objinst.fields:
+        if objinst.obj_attr_is_set(name):
+            value = getattr(objinst, name)
+            values[name] = value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
+    return values
 
 
 def _log_refusal(context, target, method, exc):

@@ -91,6 +91,16 @@ class TestObjectAction(TestConductorManager):
         self.assertEqual({'hw:cpu_policy': 'shared'}, updates['extra_specs'])
         self.assertEqual({'description'}, updates['obj_what_changed'])
 
+    def test_values_changed_in_place_are_told_from_the_values_before(self):
+        # The diff's snapshot copies what a method could change in place, as obj_clone did.
+        flavor = objects.Flavor(self.ctxt, name='m1.tiny', flavorid='1', memory_mb=512,
+                                extra_specs={'a': '1'})
+        before = conductor_manager._field_values(flavor)
+        flavor.extra_specs['a'] = '2'
+        flavor.memory_mb = 1024
+        self.assertEqual(({'a': '1'}, 512), (before['extra_specs'], before['memory_mb']))
+        self.assertNotIn('vcpus', before)  # unset fields stay unset (no lazy load)
+
     def test_method_result_is_returned(self):
         group = objects.InstanceGroup(self.ctxt, name='g', policy='affinity', members=[])
         group.create()
