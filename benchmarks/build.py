@@ -16,7 +16,9 @@ Unless ``trace`` is off, every process of the bench (services and client) runs w
 recorded during the boot phase (between a snapshot taken when the client is ready and one
 taken when it is done) into costs per build: each ``create`` is a trace task named
 :data:`BUILD_CAUSE`, the cause of everything it sets off; what other causes set off (state
-reports, periodic tasks, the client's polling) is background, shown apart per minute.
+reports, periodic tasks, the client's polling) is background, shown apart per minute. With the
+trace, the CPU of one RPC call and of one cast is measured first (``benchmarks.wire``), and the
+messages a boot sends are priced at it: what they alone cost, a floor under the build's CPU.
 """
 import datetime
 import os
@@ -28,6 +30,7 @@ import time
 from benchmarks import cluster
 from benchmarks import common
 from benchmarks import databases
+from benchmarks import wire
 from minisched import trace
 from minisched import trace_files
 
@@ -35,6 +38,10 @@ from minisched import trace_files
 COMPUTE_SIZES = ((16, 32768, 400), (32, 65536, 800), (8, 16384, 200), (64, 131072, 1600))
 #: How long the computes may take to register, per compute (at least 10 minutes in all).
 START_SECONDS_PER_COMPUTE = 0.9
+#: How long the deployment's idle CPU is measured, once the computes are up.
+IDLE_SECONDS = 20.0
+#: Scheduler workers: each receives the computes' instance-info fanouts.
+SCHEDULER_WORKERS = 2
 #: Stop waiting when no instance finished for this long (the rest count as "not done").
 STALL_SECONDS = 120
 #: How often the client reads the instances' states: the resolution of the ACTIVE times.
@@ -92,6 +99,27 @@ def start_computes(bench, db_url, computes, per_process):
         time.sleep(1)
     _manage(bench, 'cell', 'discover_hosts')
     return len(groups)
+
+
+def idle_cost(bench, seconds=None):
+    """``{'minisched': cores, <server>: cores...}`` the deployment uses doing nothing (state
+    reports, periodic tasks, the message bus's polling and heartbeats) over ``seconds``
+    (:data:`IDLE_SECONDS`), from /proc."""
+    seconds = IDLE_SECONDS if seconds is None else seconds
+    before = dict(cluster.server_cpu_seconds(), minisched=bench.cpu_seconds())
+    time.sleep(seconds)
+    after = dict(cluster.server_cpu_seconds(), minisched=bench.cpu_seconds())
+    return {name: (after[name] - before[name]) / seconds for name in after}
+
+
+def idle_figure(idle, computes, throughput):
+    total = sum(idle.values())
+    return common.info(
+        'deployment CPU idle, %d computes registered and nothing to build' % computes, total,
+        'cores', 'minisched %s; %.0f ms per instance at the throughput above' % (
+            ', '.join(['%.2f' % idle['minisched']] + ['%s %.2f' % (name, cores) for name, cores
+                                                     in idle.items() if name != 'minisched']),
+            total / throughput * 1000 if throughput else float('nan')))
 
 
 def _boot_work(conf_file, count, timeout, trace_dir, ready):
@@ -215,7 +243,7 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
     backend = 'postgresql' if reachable else 'sqlite'
     db_context = databases.server_db('postgresql') if reachable else databases.sqlite_db()
     broker = cluster.private_broker() if own_broker else cluster.vhost(suffix='build')
-    snapshots = {}
+    snapshots, wire_costs, idle = {}, None, None
     with broker as url, db_context as db_url:
         # oslo.db's default overflow (50 per worker) could exhaust a shared PostgreSQL; 10
         # made a few conductor calls time out waiting for a connection at 200 computes.
@@ -236,11 +264,17 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
                 'conductor': {'workers': 2}, 'database': conductor_pool,
                 'api_database': conductor_pool},
                 ready='minisched-conductor ready', ready_count=2)
-            bench.start('scheduler', 'minisched.cmd.scheduler', {'scheduler': {'workers': 2}},
-                        ready='minisched-scheduler ready', ready_count=2)
+            bench.start('scheduler', 'minisched.cmd.scheduler',
+                        {'scheduler': {'workers': SCHEDULER_WORKERS}},
+                        ready='minisched-scheduler ready', ready_count=SCHEDULER_WORKERS)
+            if trace_dir:  # before the computes: nothing else talks on the bus yet
+                out('  build: the CPU of an RPC call and of a cast...')
+                wire_costs = wire.measure(bench)
             out('  build: starting %d fake computes in %d-compute processes...'
                 % (computes, per_process))
             processes = start_computes(bench, db_url, computes, per_process)
+            out('  build: the deployment idle for %.0f s...' % IDLE_SECONDS)
+            idle = idle_cost(bench)
             out('  build: booting %d instances...' % instances)
             result, = cluster.run_children(
                 _boot, [(bench.conf_file, instances, timeout, trace_dir)],
@@ -255,9 +289,12 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
             raise
         bench.cleanup()
     figures = figures_for(result, instances, computes, processes, backend)
+    if idle:
+        figures.append(idle_figure(idle, computes, figures[0].value))
     if trace_dir:
         booted = sum(row[0] == 'active' for row in result['rows'].values())
-        text, totals = trace_report(snapshots['before'], snapshots['after'], booted)
+        text, totals = trace_report(snapshots['before'], snapshots['after'], booted,
+                                    wire_costs=wire_costs)
         figures += totals
         if reports is None:
             out(text)
@@ -322,7 +359,7 @@ def _table(title, header, rows, left=1):
     return '\n'.join(lines)
 
 
-def trace_report(before, after, booted, build_cause=BUILD_CAUSE):
+def trace_report(before, after, booted, build_cause=BUILD_CAUSE, wire_costs=None):
     """``(text, figures)`` of the build trace between two :func:`trace_snapshot` results:
     costs per build (totals divided by ``booted``) of the work ``build_cause`` set off,
     service kind by service kind, and the background (every other cause) per minute."""
@@ -347,7 +384,7 @@ def trace_report(before, after, booted, build_cause=BUILD_CAUSE):
     parts.append(_db_tables(merged, per, build_cause))
     parts.append(_background_table(merged, minutes, build_cause))
     parts.append(_handled_table(merged, minutes, build_cause, build=False))
-    return '\n\n'.join(parts), _trace_figures(merged, servers, per, build_cause)
+    return '\n\n'.join(parts), _trace_figures(merged, servers, per, build_cause, wire_costs)
 
 
 def _cpu(process):
@@ -485,7 +522,36 @@ def _background_table(merged, minutes, build_cause):
                     _ms(t['cpu'] / minutes)) for (cause, kind), t in rows], left=2)
 
 
-def _trace_figures(merged, servers, per, build_cause):
+def _wire_figures(merged, per, build_cause, costs):
+    """What the messages of a boot cost at the measured CPU of a call and of a cast
+    (``benchmarks.wire``): a floor under the build's CPU with this message flow."""
+    sent = {'call': 0, 'cast': 0}
+    for figures in merged.values():
+        for r in figures['outgoing']:
+            if r['cause'] == build_cause:
+                # A fanout is delivered to each scheduler worker: counted as a cast each.
+                how = 'call' if r['kind'] == 'call' else 'cast'
+                sent[how] += r['count'] * (SCHEDULER_WORKERS if r['kind'] == 'fanout' else 1)
+    calls, casts = sent['call'] / per, sent['cast'] / per
+    floor = calls * costs['call']['total'] + casts * costs['cast']['total']
+    return [
+        common.info('RPC call CPU (caller + server + broker)', costs['call']['total'] * 1000,
+                    'ms', '%s; an Instance each way' % _parts(costs['call'])),
+        common.info('RPC cast CPU (sender + server + broker)', costs['cast']['total'] * 1000,
+                    'ms', _parts(costs['cast'])),
+        common.info('build CPU per instance, its messages alone', floor * 1000, 'ms',
+                    '%.1f calls and %.1f casts per boot at the costs above: %.0f instances/s '
+                    'at most on %d CPU(s), before any work and the background' % (
+                        calls, casts, os.cpu_count() / floor, os.cpu_count())),
+    ]
+
+
+def _parts(cost):
+    return ', '.join('%s %.2f ms' % (name, cost[name] * 1000)
+                     for name in ('client', 'server', 'broker'))
+
+
+def _trace_figures(merged, servers, per, build_cause, wire_costs=None):
     service_cpu = sum(_cpu(m) for m in merged.values())
     sent = sum(r['count'] for m in merged.values() for r in m['outgoing']
                if r['cause'] == build_cause)
@@ -505,6 +571,8 @@ def _trace_figures(merged, servers, per, build_cause):
                             'set off by a boot (casts, calls, fanouts)'),
                 common.info('DB statements per build', statements / per, ''),
                 common.info('DB transactions per build', transactions / per, '')]
+    if wire_costs:
+        figures += _wire_figures(merged, per, build_cause, wire_costs)
     return figures
 
 

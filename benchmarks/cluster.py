@@ -171,6 +171,16 @@ class Cluster:
     def pid(self, name):
         return self.procs[name][0].pid
 
+    def cpu_seconds(self):
+        """CPU seconds (user + system) used so far by the running services and their
+        workers (the direct children of each)."""
+        total = 0.0
+        for popen, *_rest in self.procs.values():
+            if popen.poll() is None:
+                total += sum(process_cpu_seconds(pid)
+                             for pid in [popen.pid] + children(popen.pid))
+        return total
+
     def stop(self, name, timeout=20):
         self._stop([name], timeout)
 
@@ -241,6 +251,16 @@ def private_mb(pid):
     except OSError:
         return float('nan')
     return total / 1024.0
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU seconds of ``pid`` so far (0.0 once it is gone)."""
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            fields = handle.read().rsplit(')', 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def _is_rabbitmq(argv0):

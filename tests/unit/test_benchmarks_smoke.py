@@ -300,6 +300,9 @@ class TestBuildTrace(base.TestCase):
     per build, with the background apart (no timing is asserted)."""
 
     BOOTS = 4
+    #: CPU seconds per message, as ``benchmarks.wire.measure`` gives them.
+    WIRE = {'call': {'client': 0.001, 'server': 0.002, 'broker': 0.001, 'total': 0.004},
+            'cast': {'client': 0.0005, 'server': 0.001, 'broker': 0.0005, 'total': 0.002}}
 
     def _serve(self, topic, endpoint):
         from oslo_messaging import Target
@@ -346,7 +349,7 @@ class TestBuildTrace(base.TestCase):
                 self.assertLess(time.monotonic(), deadline, 'the boots did not finish')
                 time.sleep(0.02)
             after = build.trace_snapshot(directory)
-        return build.trace_report(before, after, self.BOOTS)
+        return build.trace_report(before, after, self.BOOTS, wire_costs=self.WIRE)
 
     def test_in_process_boots_add_up_per_build_with_the_background_apart(self):
         import re
@@ -360,6 +363,9 @@ class TestBuildTrace(base.TestCase):
         values = {f.figure: f.value for f in figures}
         # schedule (cast), select (call), build (cast), save (call) per boot.
         self.assertEqual(4.0, values['RPC messages sent per build'])
+        # Priced at WIRE: 2 calls at 4 ms and 2 casts at 2 ms.
+        self.assertAlmostEqual(12.0, values['build CPU per instance, its messages alone'])
+        self.assertAlmostEqual(4.0, values['RPC call CPU (caller + server + broker)'])
         self.assertEqual(1.0, values['DB transactions per build'])
         self.assertGreater(values['build CPU per instance, conductor'], 0)
         self.assertIn('build CPU per instance, postgresql', values)
