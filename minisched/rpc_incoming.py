@@ -339,6 +339,8 @@ COLLECTION = _DeferredCollection()
 
 #: ``[DEFAULT] rpc_max_message_size_mb`` when the option is not registered (tools, tests).
 DEFAULT_MAX_MESSAGE_SIZE_MB = 16
+#: ``[DEFAULT] rpc_poll_floor_ms`` when the option is not registered.
+DEFAULT_POLL_FLOOR_MS = 50
 _MIB = 1024 * 1024
 #: Largest body accepted (bytes; 0: no limit), set by ``init()`` from the option.
 _incoming = {'max_bytes': DEFAULT_MAX_MESSAGE_SIZE_MB * _MIB,
@@ -359,6 +361,28 @@ def _configure_incoming(conf):
         size_mb = DEFAULT_MAX_MESSAGE_SIZE_MB
     _incoming.update(max_bytes=size_mb * _MIB, max_mb=size_mb)
     _guard_rabbit_consumers()
+    _set_poll_floor(conf)
+
+
+def _set_poll_floor(conf):
+    """``[DEFAULT] rpc_poll_floor_ms`` as oslo.messaging's shortest listener wait.
+
+    Its rabbit listeners (``AMQPListener.poll``) and reply waiters (``ReplyWaiter.poll``)
+    wait ``ACK_REQUEUE_EVERY_SECONDS_MIN`` after a message, then twice that, and so on up to
+    ``ACK_REQUEUE_EVERY_SECONDS_MAX``; they read the module's value each time, so setting it
+    here covers the listeners made before as well. Where the constant is gone (another
+    oslo.messaging), nothing is set and a warning says the option has no effect.
+    """
+    try:
+        floor_ms = conf.rpc_poll_floor_ms
+    except cfg.NoSuchOptError:
+        floor_ms = DEFAULT_POLL_FLOOR_MS
+    if not hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN'):
+        LOG.warning('[DEFAULT] rpc_poll_floor_ms has no effect: this oslo.messaging has no '
+                    'amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN.')
+        return
+    amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN = min(
+        floor_ms / 1000.0, amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX)
 
 
 class _Refused(BaseException):

@@ -86,6 +86,25 @@ Possible values:
   sender of a larger call gets no reply and times out.
 
 Related options: ``rpc_response_timeout``"""),
+    cfg.IntOpt('rpc_poll_floor_ms', default=50, min=1, max=5000, help="""
+Shortest wait, in milliseconds, of a service's listeners on the message bus
+before they look up from an empty queue.
+
+A listener waits for the next message with a timeout that starts at this
+value after each message and doubles up to 5 seconds while none comes;
+each timeout wakes it, for nothing, through the AMQP client's retry and
+read machinery. A message that arrives wakes it at once whatever this is,
+so calls are not slowed; what waits up to this long is what the listener
+does between messages: acknowledging the notifications it consumed, and
+seeing that it must stop. oslo.messaging's own value is 1 ms (its
+``ACK_REQUEUE_EVERY_SECONDS_MIN``, which this sets); with 50, a deployment
+of 100 fake computes, a conductor and a scheduler used a third less CPU
+while idle (state reports and periodic tasks only).
+
+Possible values:
+
+* 1: oslo.messaging's own behaviour
+* Up to 5000 (the longest wait)"""),
 ]
 
 

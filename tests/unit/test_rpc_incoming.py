@@ -286,3 +286,20 @@ def test_a_large_message_is_cleared_after_dispatch_and_collected(monkeypatch):
         assert dispatcher.dispatch(incoming) == 1
         assert (message == {}) is cleared
     assert scheduled == [1]
+
+
+def test_init_sets_the_listeners_poll_floor(monkeypatch, caplog):
+    from oslo_messaging._drivers import amqpdriver
+    monkeypatch.setattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN', 0.001)
+    conf = cfg.ConfigOpts()
+    conf.register_opt(cfg.IntOpt('rpc_poll_floor_ms', default=20))
+    conf([], default_config_files=[], default_config_dirs=[])
+    rpc_incoming._set_poll_floor(conf)
+    assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == 0.02
+    rpc_incoming._set_poll_floor(cfg.ConfigOpts())  # not registered: the default
+    assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == rpc_incoming.DEFAULT_POLL_FLOOR_MS / 1e3
+    # An oslo.messaging without the constant: nothing set, and a warning says so.
+    monkeypatch.delattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN')
+    rpc_incoming._set_poll_floor(conf)
+    assert not hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN')
+    assert 'rpc_poll_floor_ms has no effect' in caplog.text
