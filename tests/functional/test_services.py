@@ -1,5 +1,6 @@
 """Service processes: registration, reports, up/down, signals, no DB in compute, bad config."""
 import signal
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -62,9 +63,17 @@ def test_services_report_up_with_growing_counts(cluster):
 
 def test_killed_compute_is_reported_down_after_service_down_time(cluster):
     start_cluster(cluster, hosts=('c1', 'c2'))
+    # Killed once it has reported (before its first report, its registration's time counts).
+    base.wait_for(lambda: report_counts(cluster)[('compute', 'c1')] >= 1,
+                  FIRST_REPORT_TIMEOUT, message='a first state report of c1')
     cluster.kill('c1', signal.SIGKILL)
-    # Only missing reports tell: c1 stays up until service_down_time has passed.
-    assert compute_state(cluster, 'c1') == 'up'
+    killed = time.monotonic()
+    # Only missing reports tell: c1 stays up until service_down_time has passed. The manage
+    # call that says so can itself take seconds on a loaded machine: its answer is checked
+    # when it came within that time.
+    state = compute_state(cluster, 'c1')
+    if time.monotonic() - killed < cluster.service_down_time - cluster.report_interval:
+        assert state == 'up'
 
     base.wait_for(lambda: compute_state(cluster, 'c1') == 'down',
                   cluster.service_down_time + 5, message='c1 to be reported down')
