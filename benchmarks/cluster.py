@@ -253,12 +253,20 @@ def private_mb(pid):
     return total / 1024.0
 
 
+def _stat_fields(pid):
+    """The fields of ``/proc/<pid>/stat`` after the command name (the state first: utime is
+    11, stime 12, cutime 13, cstime 14, in clock ticks), or None once the process is gone."""
+    try:
+        with open('/proc/%s/stat' % pid) as handle:
+            return handle.read().rsplit(')', 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def process_cpu_seconds(pid):
     """User + system CPU seconds of ``pid`` so far (0.0 once it is gone)."""
-    try:
-        with open('/proc/%d/stat' % pid) as handle:
-            fields = handle.read().rsplit(')', 1)[1].split()
-    except OSError:
+    fields = _stat_fields(pid)
+    if fields is None:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
@@ -290,9 +298,10 @@ def server_cpu_seconds(servers=None):
         try:
             with open('/proc/%s/cmdline' % entry, 'rb') as handle:
                 argv0 = handle.read().split(b'\0', 1)[0].decode(errors='replace')
-            with open('/proc/%s/stat' % entry) as handle:
-                fields = handle.read().rsplit(')', 1)[1].split()
-        except (OSError, IndexError):
+        except OSError:
+            continue
+        fields = _stat_fields(entry)
+        if fields is None:
             continue
         name = next((n for n, test in servers.items() if test(argv0)), None)
         if name is not None:
