@@ -37,8 +37,8 @@ import logging
 from oslo_utils import timeutils
 
 from minisched import context as ms_context
-from minisched.db.api import api as api_db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import instance as instance_obj
@@ -47,6 +47,8 @@ from minisched.objects import instance_fault
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler.client import query
+
+api_db = lazy.module('minisched.db.api.api')
 
 LOG = logging.getLogger(__name__)
 

@@ -24,13 +24,14 @@ import os
 import threading
 import traceback
 
-from oslo_db.sqlalchemy import engines as oslo_engines
-import sqlalchemy as sa
-from sqlalchemy.engine import url as sa_url
-
-from minisched import exception
 from minisched.conf import database as db_conf
+from minisched import exception
+from minisched import lazy
 from minisched import trace
+
+# On first use: a compute calls configure() and block_db_access() and never makes an engine.
+oslo_engines = lazy.module('oslo_db.sqlalchemy.engines')
+sa = lazy.module('sqlalchemy')
 
 LOG = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def url_problem(url):
     """Why SQLAlchemy could not use ``url`` (unparsable, unknown dialect or driver, the
     driver not installed, a port that is not a number), or None; the URL is not in it."""
     try:
-        dialect = sa_url.make_url(url).get_dialect()  # a bad port fails here too
+        dialect = sa.make_url(url).get_dialect()  # a bad port fails here too
         dialect.import_dbapi()  # the driver module: psycopg2, pymysql, sqlite3...
     except (sa.exc.ArgumentError, ImportError, ValueError) as exc:
         return exception.first_line(exc)
@@ -130,7 +131,7 @@ CONNECT_TIMEOUT = 10
 
 def _engine_options(url, database):
     options = dict(_options[database])
-    parsed = sa_url.make_url(url)
+    parsed = sa.make_url(url)
     if parsed.get_backend_name() == 'sqlite':
         # SQLite files get a NullPool, which rejects queue-pool arguments (oslo.db only
         # removes max_pool_size and max_overflow, not pool_timeout).

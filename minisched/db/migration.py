@@ -10,11 +10,11 @@ Each database keeps its scripts in ``minisched/db/<database>/migrations`` (``env
 may even share one database without mistaking each other's revision for their own (both are
 listed in ``minisched.db.revisions``, which reads revisions without alembic). To write a
 new revision: ``alembic.command.revision(migration.alembic_config('main'), message='...')``.
-"""
-import alembic.command
-import alembic.config
-from alembic.runtime import migration as alembic_migration
 
+alembic is imported by the functions that use it: ``minisched-manage`` imports this module
+for every command, and most of them never migrate (alembic and mako cost a tenth of a second
+of CPU at each start).
+"""
 from minisched.db import engines
 from minisched.db import revisions
 
@@ -25,7 +25,8 @@ _database = revisions.settings
 def alembic_config(database, connection=None):
     """An alembic Config for ``database`` ('main' or 'api'), optionally bound to a connection."""
     settings = _database(database)
-    config = alembic.config.Config()
+    from alembic import config as alembic_config_module  # see the module docstring
+    config = alembic_config_module.Config()
     config.set_main_option('script_location', settings['location'])
     config.attributes['version_table'] = settings['version_table']
     config.attributes['connection'] = connection
@@ -39,12 +40,14 @@ def _engine(url, database):
 
 def db_sync(url=None, database='main', version=None):
     """Upgrade ``database`` at ``url`` to ``version`` (default: the newest revision)."""
+    from alembic import command as alembic_command  # see the module docstring
     with _engine(url, database).begin() as connection:
-        alembic.command.upgrade(alembic_config(database, connection), version or 'head')
+        alembic_command.upgrade(alembic_config(database, connection), version or 'head')
 
 
 def db_version(url=None, database='main'):
     """The revision ``database`` at ``url`` is at, or None before the first ``db_sync``."""
+    from alembic.runtime import migration as alembic_migration  # see the module docstring
     options = {'version_table': _database(database)['version_table']}
     with _engine(url, database).connect() as connection:
         context = alembic_migration.MigrationContext.configure(connection, opts=options)

@@ -1,10 +1,12 @@
 """Host aggregates: named host sets with metadata (AZs, ratios, tenancy) in the API database."""
 from oslo_utils import uuidutils
 
-from minisched.db.api import api as api_db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
+
+api_db = lazy.module('minisched.db.api.api')
 
 
 @base.MinischedObjectRegistry.register

@@ -1,9 +1,11 @@
 """Build requests: an instance that is asked for but not yet in any cell (API database)."""
 from oslo_serialization import jsonutils
 
-from minisched.db.api import api as api_db
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
+
+api_db = lazy.module('minisched.db.api.api')
 
 
 @base.MinischedObjectRegistry.register

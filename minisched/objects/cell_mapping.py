@@ -2,9 +2,11 @@
 import logging
 import urllib.parse
 
-from minisched.db.api import api as api_db
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
+
+api_db = lazy.module('minisched.db.api.api')
 
 LOG = logging.getLogger(__name__)
 

@@ -4,12 +4,14 @@ from oslo_utils import uuidutils
 from oslo_utils import versionutils
 
 from minisched import conf
-from minisched.db.main import api as db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
 from minisched.objects import hv_spec
 from minisched.objects import pci_device_pool
+
+db = lazy.module('minisched.db.main.api')
 
 CONF = conf.CONF
 

@@ -1,8 +1,10 @@
 """Flavors: the size of an instance (API database)."""
-from minisched.db.api import api as api_db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
+
+api_db = lazy.module('minisched.db.api.api')
 
 
 @base.MinischedObjectRegistry.register

@@ -1,6 +1,8 @@
 """Host mappings: which cell holds a compute host's records (API database)."""
-from minisched.db.api import api as api_db
+from minisched import lazy
 from minisched.objects import base, cell_mapping, fields
+
+api_db = lazy.module('minisched.db.api.api')
 
 
 @base.MinischedObjectRegistry.register

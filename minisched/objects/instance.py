@@ -1,12 +1,14 @@
 """Instances: what a build creates, where it runs and in which state."""
 from oslo_serialization import jsonutils
 
-from minisched.db.main import api as db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import image_meta as image_meta_obj
+
+db = lazy.module('minisched.db.main.api')
 
 # vm_state values (nova.compute.vm_states) and the task states the build flow uses.
 ACTIVE = 'active'

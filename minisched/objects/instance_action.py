@@ -5,9 +5,11 @@ import traceback
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
-from minisched.db.main import api as db
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
+
+db = lazy.module('minisched.db.main.api')
 
 LOG = logging.getLogger(__name__)
 

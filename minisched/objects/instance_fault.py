@@ -1,10 +1,12 @@
 """Instance faults: why an instance went to ERROR, as the user sees it."""
 import traceback
 
-from minisched.db.main import api as db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
+
+db = lazy.module('minisched.db.main.api')
 
 
 @base.MinischedObjectRegistry.register

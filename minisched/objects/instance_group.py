@@ -2,10 +2,12 @@
 from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 
-from minisched.db.api import api as api_db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
+
+api_db = lazy.module('minisched.db.api.api')
 
 POLICIES = ('affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity')
 

@@ -1,8 +1,10 @@
 """Instance mappings: which cell holds an instance (API database)."""
-from minisched.db.api import api as api_db
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import cell_mapping
 from minisched.objects import fields
+
+api_db = lazy.module('minisched.db.api.api')
 
 
 @base.MinischedObjectRegistry.register

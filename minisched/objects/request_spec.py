@@ -1,7 +1,7 @@
 """What a build asks of the scheduler: flavor, image, placement hints, group and retries."""
 from oslo_serialization import jsonutils
 
-from minisched.db.api import api as api_db
+from minisched import lazy
 from minisched import objects
 from minisched.objects import base
 from minisched.objects import compute_node as compute_node_obj
@@ -9,6 +9,8 @@ from minisched.objects import fields
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import image_meta as image_meta_obj
 from minisched.objects import instance_group as instance_group_obj
+
+api_db = lazy.module('minisched.db.api.api')
 
 
 @base.MinischedObjectRegistry.register

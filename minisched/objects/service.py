@@ -2,11 +2,13 @@
 from oslo_utils import uuidutils
 from oslo_utils import versionutils
 
-from minisched.db.main import api as db
 from minisched import exception
+from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
 from minisched import version
+
+db = lazy.module('minisched.db.main.api')
 
 SERVICE_VERSION = version.SERVICE_VERSION
 
