@@ -278,6 +278,12 @@ class Cluster:
         finally:
             engine.dispose()
 
+    def report_counts(self):
+        """{(topic, host): report_count} of the services, read from the database (cheaper
+        than a manage call); each state report bumps a service's count."""
+        rows = self.query('SELECT topic, host, report_count FROM services WHERE deleted = 0')
+        return {(row['topic'], row['host']): row['report_count'] for row in rows}
+
     def run_manage(self, *args, check=True, timeout=60):
         """Run ``minisched-manage --config-file <shared> *args``; returns the CompletedProcess.
 

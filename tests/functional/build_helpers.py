@@ -223,13 +223,6 @@ def wait_nodes(cluster, hosts, timeout=30):
     _wait(recorded, timeout, lambda: 'compute nodes of %s' % sorted(hosts))
 
 
-def report_count(cluster, host):
-    """The ``report_count`` of the compute service on ``host`` (each state report bumps it)."""
-    row, = cluster.query("SELECT report_count FROM services WHERE deleted = 0 AND host = :host "
-                         "AND topic = 'compute'", host=host)
-    return row['report_count']
-
-
 def retire(cluster, name):
     """Stop service ``name`` (if still running) and file its record and log under
     ``name@N``, so that it can be started again under the same name with a fresh log."""

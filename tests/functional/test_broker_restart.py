@@ -135,11 +135,9 @@ def test_broker_restart_loses_and_duplicates_no_accepted_build(private_broker, c
     # Every service came back by itself.
     base.wait_for(lambda: _answers(scheduler, client), 60,
                   message='select_destinations again')
-    counts = {row['host']: row['report_count'] for row in cluster.query(
-        'SELECT host, report_count FROM services WHERE deleted = 0')}
-    base.wait_for(lambda: all(row['report_count'] >= counts[row['host']] + 2
-                              for row in cluster.query('SELECT host, report_count FROM '
-                                                       'services WHERE deleted = 0')),
+    counts = cluster.report_counts()
+    base.wait_for(lambda: all(count >= counts[service] + 2
+                              for service, count in cluster.report_counts().items()),
                   60, message='state reports to resume')
     assert resilience.process_tree(cluster) == pids, 'no service restarted'
     print('\nbroker stopped %ds: %d builds accepted before it (%d in flight, %d queued) '

@@ -250,7 +250,7 @@ def test_restarted_compute_resyncs_its_instances_to_restarted_schedulers(cluster
     cluster.kill('big')
 
     build_helpers.retire(cluster, 'big')
-    reports = build_helpers.report_count(cluster, 'big')
+    reports = cluster.report_counts()[('compute', 'big')]
     cluster.start_compute('big', conf=COMPUTE_CONF, **computes['big'])
     # init_host: the interrupted build goes to ERROR (it keeps its host, as in Nova), then
     # update_instance_info carries the host's instances to each worker's fanout queue.
@@ -260,7 +260,7 @@ def test_restarted_compute_resyncs_its_instances_to_restarted_schedulers(cluster
                   message='both scheduler workers to receive the instances of big')
     # As in Nova, a restarted compute is down (ComputeFilter) until its first state report,
     # INITIAL_REPORTING_DELAY (5 s) after it starts: the killed one's last report is older.
-    base.wait_for(lambda: build_helpers.report_count(cluster, 'big') > reports, 30,
+    base.wait_for(lambda: cluster.report_counts()[('compute', 'big')] > reports, 30,
                   message='big to report its state again')
 
     # "big" has the most free room, yet the hints keep new instances away from the

@@ -30,12 +30,6 @@ def compute_state(cluster, host):
     return cluster.services()[('minisched-compute', host)]['state']
 
 
-def report_counts(cluster):
-    """{(topic, host): report_count}, read from the database (cheaper than a manage call)."""
-    rows = cluster.query('SELECT topic, host, report_count FROM services WHERE deleted = 0')
-    return {(row['topic'], row['host']): row['report_count'] for row in rows}
-
-
 @pytest.mark.parametrize('database', BACKENDS, indirect=True)
 def test_services_report_up_with_growing_counts(cluster):
     start_cluster(cluster)
@@ -47,9 +41,9 @@ def test_services_report_up_with_growing_counts(cluster):
     assert {key: row['state'] for key, row in services.items()} == \
         {key: 'up' for key in services}
 
-    before = report_counts(cluster)
+    before = cluster.report_counts()
     base.wait_for(lambda: all(count >= before[key] + 2
-                              for key, count in report_counts(cluster).items()),
+                              for key, count in cluster.report_counts().items()),
                   FIRST_REPORT_TIMEOUT, message='every report_count to grow by 2')
     # Only a growing report_count sets last_seen_up, which keeps services up from now on.
     assert all(row['last_seen_up'] for row in cluster.query(
@@ -64,7 +58,7 @@ def test_services_report_up_with_growing_counts(cluster):
 def test_killed_compute_is_reported_down_after_service_down_time(cluster):
     start_cluster(cluster, hosts=('c1', 'c2'))
     # Killed once it has reported (before its first report, its registration's time counts).
-    base.wait_for(lambda: report_counts(cluster)[('compute', 'c1')] >= 1,
+    base.wait_for(lambda: cluster.report_counts()[('compute', 'c1')] >= 1,
                   FIRST_REPORT_TIMEOUT, message='a first state report of c1')
     cluster.kill('c1', signal.SIGKILL)
     killed = time.monotonic()
@@ -101,7 +95,7 @@ def test_compute_never_opens_a_database_connection(cluster):
     # holding a TCP connection to the server port. The conductor, which did the compute's
     # DB work, is the positive control that the check sees such connections.
     start_cluster(cluster, hosts=('c1',))
-    base.wait_for(lambda: report_counts(cluster)[('compute', 'c1')] >= 1,
+    base.wait_for(lambda: cluster.report_counts()[('compute', 'c1')] >= 1,
                   FIRST_REPORT_TIMEOUT, message='a first state report of c1')
     url = sa.engine.make_url(cluster.db_url)
     db_port = url.port or {'postgresql': 5432, 'mysql': 3306}[url.get_backend_name()]
