@@ -382,7 +382,7 @@ def client_main(conf_files, cell_urls, deadline, seed, live_target, events):
         try:
             uuids = api.create(ctxt, rng.choice(flavors), num_instances=count)
         except Exception as exc:
-            events.put(('refused', type(exc).__name__))
+            events.put(('refused', type(exc).__name__, count))
             events.put(('error', 'create: %s' % str(exc).splitlines()[0][:200]))
             time.sleep(1)
             continue
@@ -892,7 +892,7 @@ def run(cluster, dbs, args, proxies=None):
         elif kind == 'accepted':
             accepted.update(event[1])
         elif kind == 'refused':
-            refused[event[1]] += 1
+            refused[event[1]] += event[2]
         elif kind == 'done':
             done += 1
     elapsed = time.monotonic() - started
@@ -952,8 +952,9 @@ def report(args, elapsed, builds, deletes, errors, rss, problems, checked, build
         for at, kind, what in faults.applied:
             print('  t=%5.0fs  %-8s %s' % (at, kind, what))
     print('build accounting (after %.0f s of settling):' % waited)
-    print('  sent %d, accepted %d (refused creates: %s)' % (
-        sent, len(accepted), dict(refused) or 'none'))
+    # Both counted in instances, so that sent = accepted + refused.
+    print('  sent %d, accepted %d, refused %d (instances of refused creates, by error: %s)' % (
+        sent, len(accepted), sum(refused.values()), dict(refused) or 'none'))
     print('  ACTIVE %d (%d deleted since), ERROR %d, lost %d, duplicated %d' % (
         counts['ACTIVE'], counts['ACTIVE, deleted since'], counts['ERROR'], counts['lost'],
         counts['duplicated']))
