@@ -17,6 +17,8 @@ class Manager(periodic_task.PeriodicTasks):
         self.service_name = service_name
         self.notifier = rpc.get_notifier(service_name, self.host)
         self.additional_endpoints = []
+        #: ``(admitted, limit)`` for ``rpc.get_server``: None, every message in arrival order.
+        self.rpc_admission = None
         super().__init__(conf)
 
     def configure_periodic_tasks(self, spacings):

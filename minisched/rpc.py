@@ -18,6 +18,7 @@ from oslo_serialization import jsonutils
 
 from minisched import context as ms_context
 from minisched.objects import base as obj_base
+from minisched import rpc_admission
 from minisched import rpc_incoming
 from minisched import trace
 
@@ -427,12 +428,16 @@ def get_cell_server(url, target, endpoints):
     return _rpc_server(transport, target, endpoints, get_serializer())
 
 
-def get_server(target, endpoints, serializer=None):
+def get_server(target, endpoints, serializer=None, admission=None):
+    """The RPC server of ``target``; ``admission``, ``(admitted, limit)``: run at most
+    ``limit`` messages of the ``admitted`` ``(namespace, method)`` pairs at once, the
+    others first (:class:`minisched.rpc_admission.AdmittingRPCServer`)."""
     assert TRANSPORT is not None, 'rpc.init() was not called'
-    return _rpc_server(TRANSPORT, target, endpoints, serializer or get_serializer())
+    return _rpc_server(TRANSPORT, target, endpoints, serializer or get_serializer(),
+                       admission)
 
 
-def _rpc_server(transport, target, endpoints, serializer):
+def _rpc_server(transport, target, endpoints, serializer, admission=None):
     """oslo.messaging's RPCServer with :class:`MonitoredDispatcher`: call-monitor heartbeats
     from one thread per process, and malformed messages refused with one rate-limited line.
 
@@ -440,6 +445,10 @@ def _rpc_server(transport, target, endpoints, serializer):
     load raises its error, which the dispatcher reports and answers."""
     rpc_dispatcher = rpc_incoming.MonitoredDispatcher(
         endpoints, serializer, dispatcher.DefaultRPCAccessPolicy, topic=target.topic)
+    if admission:
+        admitted, limit = admission
+        return rpc_admission.AdmittingRPCServer(transport, target, rpc_dispatcher, admitted,
+                                                limit)
     return rpc_server.RPCServer(transport, target, rpc_dispatcher)
 
 

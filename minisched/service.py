@@ -70,7 +70,8 @@ class Service(service.Service):
         endpoints = [self.manager, baserpc.BaseRPCAPI(self.manager.service_name,
                                                       self.backdoor_port)]
         endpoints.extend(self.manager.additional_endpoints)
-        self.rpcserver = rpc.get_server(target, endpoints)
+        self.rpcserver = rpc.get_server(target, endpoints,
+                                        admission=self.manager.rpc_admission)
         self.rpcserver.start()
         self.manager.post_start_hook()
         self.servicegroup_api.join(self.host, self.topic, self)

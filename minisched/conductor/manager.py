@@ -24,6 +24,10 @@ from minisched.objects import base as objects_base
 
 LOG = logging.getLogger(__name__)
 
+#: The messages that start builds: run ``[conductor] max_concurrent_schedule_and_build`` at
+#: a time per worker, after the messages of builds already under way.
+NEW_BUILDS = frozenset([('compute_task', 'schedule_and_build_instances')])
+
 
 class ConductorManager(manager.Manager):
     """Mission: conduct things (database work for services that have none)."""
@@ -34,6 +38,8 @@ class ConductorManager(manager.Manager):
         super().__init__(conf, host=host, service_name='conductor')
         self.additional_endpoints = [db_errors.ComputeTaskManager(conf, self.host)]
         self.stuck_builds = stuck_builds.StuckBuilds(conf, self.host)
+        # New builds wait for the calls of the builds under way (rpc_admission).
+        self.rpc_admission = (NEW_BUILDS, conf.conductor.max_concurrent_schedule_and_build)
         timeout = conf.conductor.stuck_build_timeout_seconds
         self.configure_periodic_tasks({'_fail_stuck_builds':
                                        stuck_builds.check_spacing(timeout)})
