@@ -18,15 +18,16 @@ builds) each conductor worker runs at once. minisched's own option.
 
 The other messages of the conductor's queue run as they arrive: the calls of
 builds already under way (a compute's instance saves, action events and
-resource updates) and the state reports. The casts beyond this number wait in
-arrival order, held by the worker, so a burst of creates no longer delays
+resource updates) and the state reports. The casts beyond this number wait
+in arrival order, held by the worker, so a burst of creates no longer delays
 every build in flight: each build's calls are answered as they come, and
 builds finish about in the order they were requested. The same work is done;
 under a burst, request -> ACTIVE times are much shorter.
-Like the messages waiting for a free thread of the executor's pool, a held cast
-has been acknowledged on receipt: it runs before the worker stops, and is lost
-if the worker is killed (the stuck-build check then ends its build, see
-``stuck_build_timeout_seconds``).
+
+Like the messages waiting for a free thread of the executor's pool, a held
+cast has been acknowledged on receipt: it runs before the worker stops, and
+is lost if the worker is killed (the stuck-build check then ends its build,
+see ``stuck_build_timeout_seconds``).
 
 0: no limit, every message in arrival order (Nova's behaviour)."""),
     cfg.IntOpt('stuck_build_timeout_seconds', default=STUCK_BUILD_TIMEOUT, min=0, help="""
