@@ -22,7 +22,8 @@ resource updates) and the state reports. The casts beyond this number wait
 in arrival order, held by the worker, so a burst of creates no longer delays
 every build in flight: each build's calls are answered as they come, and
 builds finish about in the order they were requested. The same work is done;
-under a burst, request -> ACTIVE times are much shorter.
+under a burst, request -> ACTIVE times are much shorter. While the scheduler
+does not answer, this many builds wait for it and the others behind them.
 
 Like the messages waiting for a free thread of the executor's pool, a held
 cast has been acknowledged on receipt: it runs before the worker stops, and
