@@ -25,7 +25,6 @@ from minisched.compute import validation
 from minisched import context as ms_context
 from minisched.db.api import api as api_db
 from minisched import exception
-from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
@@ -165,10 +164,8 @@ class ComputeTaskManager:
         """
         pending = []
         for build_request, spec in zip(build_requests, request_specs):
-            try:
-                build_request_obj.BuildRequest.get_by_instance_uuid(
-                    context, build_request.instance_uuid)
-            except exception.BuildRequestNotFound:
+            # Whether it exists is all that counts: its instance is not read and decoded.
+            if not api_db.build_request_exists(context, build_request.instance_uuid):
                 _build_request_gone(build_request.instance_uuid)
                 continue
             pending.append((build_request, spec))

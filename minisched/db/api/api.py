@@ -679,6 +679,16 @@ def build_request_get_by_instance_uuid(context, instance_uuid):
 
 
 @_user_or_admin
+def build_request_exists(context, instance_uuid):
+    """Whether the build request of ``instance_uuid`` exists (for a user context: in its
+    project). One indexed read of the row's id; the instance it holds is not read."""
+    stmt = sa.select(build_requests.c.id).where(
+        *_build_request_where(instance_uuid), *_project_only(context, build_requests)).limit(1)
+    with _begin() as conn:
+        return conn.execute(stmt).first() is not None
+
+
+@_user_or_admin
 @utils.writer
 def build_request_destroy(context, instance_uuid):
     with _begin() as conn:

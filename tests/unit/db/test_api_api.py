@@ -253,6 +253,7 @@ def test_build_requests(ctx):
     request = db.build_request_create(ctx, {'instance_uuid': 'i1', 'project_id': 'p',
                                             'instance': '{"uuid": "i1"}'})
     assert db.build_request_get_by_instance_uuid(ctx, 'i1') == request
+    assert db.build_request_exists(ctx, 'i1') and not db.build_request_exists(ctx, 'i9')
     with pytest.raises(exception.BuildRequestAlreadyExists):
         db.build_request_create(ctx, {'instance_uuid': 'i1'})
     db.build_request_destroy(ctx, 'i1')

@@ -313,6 +313,8 @@ def test_build_requests_belong_to_their_project(ctx, alice, mallory):
     request = api_db.build_request_create(alice, {'instance_uuid': 'i1', 'project_id': 'p1',
                                                   'instance': '{}'})
     assert api_db.build_request_get_by_instance_uuid(alice, 'i1') == request
+    assert api_db.build_request_exists(alice, 'i1')
+    assert not api_db.build_request_exists(mallory, 'i1')  # as if it were not there
     _refused(api_db.build_request_get_by_instance_uuid, exception.BuildRequestNotFound,
              mallory, 'i1')
     _refused(api_db.build_request_destroy, exception.BuildRequestNotFound, mallory, 'i1')
