@@ -6,7 +6,7 @@ builds already placed: the computes' instance saves, action events and resource 
 besides their state reports. oslo.messaging runs every message in arrival order on one pool
 of green threads (``executor_thread_pool_size``). Under a burst of creates the calls of the
 builds already placed then wait behind every cast that arrived before them, and a build
-crosses that queue once more with each of its calls (four from its compute): the burst's
+crosses that queue once more with each of its calls (five from its compute): the burst's
 builds all progress slowly together instead of one after the other, and a build's
 request -> ACTIVE time grows with the whole burst rather than with the builds ahead of it.
 
