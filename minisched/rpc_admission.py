@@ -20,7 +20,7 @@ held), and it is lost with the process if that is killed (for a build request, t
 conductor's stuck-build check ends the build, see ``[conductor]
 stuck_build_timeout_seconds``).
 
-The conductor admits ``schedule_and_build_instances`` ``[conductor]
+The conductor can admit ``schedule_and_build_instances`` ``[conductor]
 max_concurrent_schedule_and_build`` at a time per worker (0: no limit, every message in
 arrival order as in Nova).
 """
