@@ -238,6 +238,11 @@ def fetch(conn, table, *where, order_by=(), for_update=False):
     return to_dict(conn.execute(stmt).first())
 
 
+def exists(conn, table, *where):
+    """Whether a row of ``table`` matches ``where``: one read of an id, nothing else."""
+    return conn.execute(sa.select(table.c.id).where(*where).limit(1)).first() is not None
+
+
 def fetch_all(conn, table, *where, order_by=None, frozen=None):
     """Every row of ``table`` matching ``where`` as dicts, oldest id first by default; as
     FrozenRows when ``frozen`` gives the columns to share (see ``to_frozen``)."""

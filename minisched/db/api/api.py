@@ -101,7 +101,7 @@ def _own_or_raise(conn, context, error, table, where, scope):
     to the caller, must not tell the two apart."""
     row = utils.fetch(conn, table, *where, *scope)
     if row is None:
-        if scope and conn.execute(sa.select(table.c.id).where(*where).limit(1)).first():
+        if scope and utils.exists(conn, table, *where):
             ms_context.hide(error)
         raise error
     return row
@@ -682,10 +682,9 @@ def build_request_get_by_instance_uuid(context, instance_uuid):
 def build_request_exists(context, instance_uuid):
     """Whether the build request of ``instance_uuid`` exists (for a user context: in its
     project). One indexed read of the row's id; the instance it holds is not read."""
-    stmt = sa.select(build_requests.c.id).where(
-        *_build_request_where(instance_uuid), *_project_only(context, build_requests)).limit(1)
     with _begin() as conn:
-        return conn.execute(stmt).first() is not None
+        return utils.exists(conn, build_requests, *_build_request_where(instance_uuid),
+                            *_project_only(context, build_requests))
 
 
 @_user_or_admin

@@ -104,7 +104,7 @@ def _of_own_instances(context, column):
 def _hidden_if_exists(conn, error, table, *where):
     """``error``, marked as a refusal (``ms_context.hide``) when a row matching ``where``
     exists: a user's context missed it only because it belongs to another project."""
-    if conn.execute(sa.select(table.c.id).where(*where).limit(1)).first() is not None:
+    if utils.exists(conn, table, *where):
         ms_context.hide(error)
     return error
 
