@@ -27,6 +27,7 @@ arrival order as in Nova).
 import collections
 import logging
 import threading
+import time
 
 from oslo_messaging.rpc import server as rpc_server
 
@@ -52,11 +53,18 @@ class AdmittingRPCServer(rpc_server.RPCServer):
 
     def __init__(self, transport, target, dispatcher, admitted, limit):
         super().__init__(transport, target, dispatcher)
+        self.topic = target.topic  # RPCServer keeps its target private (``_target``)
         self.admitted = frozenset(admitted)
         self.limit = limit
-        self._held = collections.deque()
+        self._held = collections.deque()  # (incoming, when it was held)
         self._running = 0
         self._lock = threading.Lock()
+        #: Admitted messages run so far, how many of them were held, and for how long in
+        #: all and at most (seconds): logged when the server stops.
+        self.admitted_count = 0
+        self.held_count = 0
+        self.held_seconds = 0.0
+        self.longest_hold = 0.0
 
     @property
     def held(self):
@@ -68,8 +76,10 @@ class AdmittingRPCServer(rpc_server.RPCServer):
             super()._on_incoming(incoming)
             return
         with self._lock:
+            self.admitted_count += 1
             if self._running >= self.limit:
-                self._held.append(incoming)
+                self.held_count += 1
+                self._held.append((incoming, time.monotonic()))
                 return
             self._running += 1
         self._submit(incoming)
@@ -83,7 +93,7 @@ class AdmittingRPCServer(rpc_server.RPCServer):
             with self._lock:
                 self._running -= 1
             LOG.error('%s: a message arrived after the server stopped; not run.',
-                      self.target.topic)
+                      self.topic)
 
     def _run_admitted(self, incoming):
         """Run ``incoming``, then the held messages one after the other on this same thread
@@ -94,8 +104,28 @@ class AdmittingRPCServer(rpc_server.RPCServer):
             try:
                 self._process_incoming(incoming)
             except Exception:  # RPCServer answers and logs its own failures; never stop here
-                LOG.exception('%s: unexpected failure running a message', self.target.topic)
+                LOG.exception('%s: unexpected failure running a message', self.topic)
             with self._lock:
-                incoming = self._held.popleft() if self._held else None
-                if incoming is None:
-                    self._running -= 1
+                incoming = self._next_held()
+
+    def _next_held(self):
+        """The next held message, or None (and this thread's turn given back); called with
+        the lock held."""
+        if not self._held:
+            self._running -= 1
+            return None
+        incoming, since = self._held.popleft()
+        waited = time.monotonic() - since
+        self.held_seconds += waited
+        self.longest_hold = max(self.longest_hold, waited)
+        return incoming
+
+    def log_summary(self):
+        """Say how often and how long admitted messages waited (after ``wait()``; a
+        no-op without a limit or admitted messages). Not an override of ``wait``:
+        oslo.messaging orders start, stop and wait by their decorated definitions."""
+        if self.limit and self.admitted_count:
+            LOG.info('%s: %d of %d admitted messages (%s) waited for their turn; %.1f s in '
+                     'all, %.2f s at most.', self.topic, self.held_count,
+                     self.admitted_count, ', '.join(sorted(m for _, m in self.admitted)),
+                     self.held_seconds, self.longest_hold)

@@ -124,6 +124,8 @@ class Service(service.Service):
             try:
                 self.rpcserver.stop()
                 self.rpcserver.wait()
+                if hasattr(self.rpcserver, 'log_summary'):
+                    self.rpcserver.log_summary()
             except Exception:
                 LOG.exception('Error while stopping the RPC server')
         try:

@@ -2,6 +2,7 @@
 few at a time, in arrival order, while the others are answered as they come; the ones it
 holds when it stops run before it has stopped."""
 import contextlib
+import logging
 import threading
 
 import oslo_messaging as messaging
@@ -79,7 +80,8 @@ def _ctxt():
     return context.RequestContext(user_id='u', project_id='p', is_admin=True)
 
 
-def test_admitted_casts_run_two_at_a_time_in_order_and_calls_pass_them(transport_url):
+def test_admitted_casts_run_two_at_a_time_in_order_and_calls_pass_them(transport_url, caplog):
+    caplog.set_level(logging.INFO, logger='minisched.rpc_admission')
     endpoint = Endpoint()
     with _server(transport_url, endpoint, limit=2) as server, _client(transport_url) as client:
         for n in range(6):
@@ -94,6 +96,11 @@ def test_admitted_casts_run_two_at_a_time_in_order_and_calls_pass_them(transport
     assert endpoint.started == list(range(6))
     assert endpoint.most == 2
     assert server.held == 0
+    assert (server.admitted_count, server.held_count) == (6, 4)
+    assert 0 < server.longest_hold <= server.held_seconds
+    server.log_summary()
+    assert '%s: 4 of 6 admitted messages (start_work) waited for their turn' % TOPIC \
+        in caplog.text
 
 
 def test_no_limit_runs_every_message_as_it_arrives(transport_url):
@@ -122,3 +129,29 @@ def test_casts_held_when_the_server_stops_run_before_it_has_stopped(transport_ur
             server.wait()  # returns once the held ones ran, one at a time
             assert endpoint.done == [0, 1, 2, 3]
             assert endpoint.most == 1 and server.held == 0
+
+
+def test_a_failure_running_an_admitted_message_gives_its_turn_to_the_next(transport_url,
+                                                                          caplog):
+    """Whatever escapes the run of one admitted message (RPCServer answers its own failures;
+    this is the guard behind it) is logged, and the held messages still run."""
+    endpoint = Endpoint()
+    endpoint.gate.set()
+    with _server(transport_url, endpoint, limit=1) as server, _client(transport_url) as client:
+        process = server._process_incoming
+        failed = []
+
+        def fail_first(incoming):
+            process(incoming)
+            if not failed:
+                failed.append(incoming)
+                raise RuntimeError('injected after the message ran')
+        server._process_incoming = fail_first
+        for n in range(3):
+            client.cast(_ctxt(), 'start_work', n=n)
+        base.wait_for(lambda: len(endpoint.done) == 3, timeout=20, message='three casts done')
+        assert client.prepare(timeout=10).call(_ctxt(), 'progress') == 'answered'
+        client.cast(_ctxt(), 'start_work', n=3)  # the turn was given back: it runs too
+        base.wait_for(lambda: len(endpoint.done) == 4, timeout=20, message='the fourth done')
+    assert endpoint.done == [0, 1, 2, 3] and server.held == 0 and len(failed) == 1
+    assert '%s: unexpected failure running a message' % TOPIC in caplog.text
