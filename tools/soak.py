@@ -186,10 +186,11 @@ def query(url, sql, **params):
 
 class Cluster:
     def __init__(self, workdir, transport_urls, dbs, computes, per_process, bounds=None,
-                 spawn_seconds=0.0):
+                 spawn_seconds=0.0, admission=None):
         """``transport_urls``: {cell name: its vhost's URL}; cell1's services include the
         scheduler and the API-level conductor. ``bounds``: ``(long_rpc_timeout,
-        stuck_build_timeout_seconds)`` to configure (with faults), or None."""
+        stuck_build_timeout_seconds)`` to configure (with faults), or None. ``admission``:
+        ``[conductor] max_concurrent_schedule_and_build`` (None: the default)."""
         from minisched.conf import filter_scheduler
         self.workdir = workdir
         self.dbs = dbs
@@ -207,6 +208,8 @@ class Cluster:
         default = {'state_path': workdir, 'report_interval': 10, 'service_down_time': 60,
                    'reserved_host_memory_mb': 512}
         conductor = {'workers': 2}
+        if admission is not None:
+            conductor['max_concurrent_schedule_and_build'] = admission
         if bounds:
             default['long_rpc_timeout'] = bounds[0]
             conductor['stuck_build_timeout_seconds'] = bounds[1]
@@ -729,6 +732,9 @@ def main(argv=None):
     parser.add_argument('--spawn-seconds', type=float, default=0.0,
                         help='Seconds each fake spawn takes (default 0): longer builds are '
                              'more often caught by a fault.')
+    parser.add_argument('--conductor-admission', type=int, default=None, metavar='N',
+                        help="[conductor] max_concurrent_schedule_and_build of the "
+                             "conductors (default: the option's own default, 0).")
     parser.add_argument('--keep', action='store_true', help='Keep the work directory.')
     args = parser.parse_args(argv)
     if 'database' in args.faults and args.db == 'sqlite':
@@ -754,7 +760,8 @@ def main(argv=None):
                                   for cell, url in transport_urls.items()}
         cluster = Cluster(workdir, transport_urls, dbs, args.computes, args.per_process,
                           bounds=(args.long_rpc_timeout, args.stuck_timeout)
-                          if args.faults else None, spawn_seconds=args.spawn_seconds)
+                          if args.faults else None, spawn_seconds=args.spawn_seconds,
+                          admission=args.conductor_admission)
         set_up = time.monotonic()
         say('starting %d conductor(s), scheduler (2 workers) and %d computes in %d processes'
             '%s' % (args.cells, args.computes, len(cluster.groups), ''.join(
