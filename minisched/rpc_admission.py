@@ -21,8 +21,8 @@ conductor's stuck-build check ends the build, see ``[conductor]
 stuck_build_timeout_seconds``).
 
 The conductor can admit ``schedule_and_build_instances`` ``[conductor]
-max_concurrent_schedule_and_build`` at a time per worker (0: no limit, every message in
-arrival order as in Nova).
+max_concurrent_schedule_and_build`` at a time per worker (default 8; 0: no limit, every
+message in arrival order as in Nova).
 """
 import collections
 import logging
