@@ -13,6 +13,8 @@ spec and a cell-less mapping behind. Now:
   with a fault naming the field and nothing half-written, on PostgreSQL (which enforces
   column lengths); the conductor keeps serving.
 """
+import re
+
 import pytest
 from oslo_utils import uuidutils
 
@@ -144,5 +146,13 @@ def test_bypassing_casts_end_in_error_naming_the_field_and_the_conductor_serves_
         # The conductor serves on: a valid build through the API becomes ACTIVE.
         good, = client.boot(flavor, display_name='after')
         assert client.wait_built([good])[good].vm_state == 'active'
+
+        # Each worker ran its schedule_and_build_instances casts under the default admission
+        # limit, and says so when it stops: the five casts above, refused ones included.
+        cluster.stop('conductor')
+        counts = re.findall(r'conductor: (\d+) of (\d+) admitted messages '
+                            r'\(schedule_and_build_instances\) waited for their turn',
+                            cluster.log('conductor'))
+        assert sum(int(admitted) for _held, admitted in counts) == 5, counts
     finally:
         client.close()
