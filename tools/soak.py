@@ -734,7 +734,7 @@ def main(argv=None):
                              'more often caught by a fault.')
     parser.add_argument('--conductor-admission', type=int, default=None, metavar='N',
                         help="[conductor] max_concurrent_schedule_and_build of the "
-                             "conductors (default: the option's own default, 0).")
+                             "conductors (default: the option's own default, 8).")
     parser.add_argument('--keep', action='store_true', help='Keep the work directory.')
     args = parser.parse_args(argv)
     if 'database' in args.faults and args.db == 'sqlite':
