@@ -25,6 +25,9 @@ processes using the product's own client (``SchedulerAPI``) and serializer.
   of the time over the same calls.
 * Concurrent: 16 clients (4 processes x 4 threads) call select_destinations for a fixed time,
   each cycling through RequestSpecs it built beforehand; target >= 500 calls/s, p99 reported.
+  Then the same clients against the wire floor (the echo server's select_destinations, run
+  in as many processes as the scheduler has workers): the throughput the machine allows
+  those calls with no scheduling at all, since clients, broker and servers share its CPUs.
 * Idle cost (information): the same scheduling in this process, over the same database, timed
   back to back and then each call after 10 ms of sleep. On this VM the second takes one and
   a half to three times the first, and no busy loop before the call brings it back. Not the
@@ -128,10 +131,10 @@ def _sequential(conf_file, calls, queue, start):
     cluster.child_main(queue, start, _sequential_work, conf_file, calls)
 
 
-def _concurrent_work(conf_file, threads, seconds, seed, ready):
+def _concurrent_work(conf_file, threads, seconds, seed, floor, ready):
     import threading
     conf = cluster.client_setup(conf_file)
-    scheduler, _echo = _clients(conf)
+    scheduler = _floor_client(conf) if floor else _clients(conf)[0]
     ctxt = _context()
     for request in _specs(3, seed):
         _select(scheduler, ctxt, request)
@@ -160,8 +163,9 @@ def _concurrent_work(conf_file, threads, seconds, seed, ready):
             'elapsed': time.monotonic() - start}
 
 
-def _concurrent(conf_file, threads, seconds, seed, queue, start):
-    cluster.child_main(queue, start, _concurrent_work, conf_file, threads, seconds, seed)
+def _concurrent(conf_file, threads, seconds, seed, floor, queue, start):
+    cluster.child_main(queue, start, _concurrent_work, conf_file, threads, seconds, seed,
+                       floor)
 
 
 IDLE_SECONDS = 0.010
@@ -203,16 +207,22 @@ def over_floor_figures(seq, hosts):
     return [common.at_most(figure, select - floor, target, 'ms', note)]
 
 
+def _rate(conc):
+    """``(calls/s, latencies, errors)`` of a concurrent run's results."""
+    latencies = [x for r in conc for x in r['latencies']]
+    return (len(latencies) / max(r['elapsed'] for r in conc), latencies,
+            sum(len(r['errors']) for r in conc))
+
+
 def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None,
-                one=None, larger=()):
-    """The figures; ``larger``: ``[(hosts, sequential times)]`` of the other sizes."""
+                one=None, larger=(), floor_conc=None):
+    """The figures; ``larger``: ``[(hosts, sequential times)]`` of the other sizes;
+    ``floor_conc``: the concurrent run against the wire floor."""
     bare, payload, floor, select = (common.median(seq[k])
                                     for k in ('bare', 'payload', 'floor', 'select'))
     one_bare, one_select = (common.median(one[k]) for k in ('bare', 'select')) if one else \
         (None, None)
-    latencies = [x for r in conc for x in r['latencies']]
-    errors = sum(len(r['errors']) for r in conc)
-    rate = len(latencies) / max(r['elapsed'] for r in conc)
+    rate, latencies, errors = _rate(conc)
     label = '@%d hosts' % hosts
     figures = [
         common.info('echo RPC p50 (bare, no payload)', bare, 'ms',
@@ -237,6 +247,7 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None,
         common.at_least('select_destinations throughput, %d clients, %d workers' % (
             clients, workers), rate, THROUGHPUT_TARGET, 'calls/s',
             '%d calls, %d errors' % (len(latencies), errors)),
+        _floor_rate_figure(floor_conc, clients, workers, rate) if floor_conc else None,
         common.info('select_destinations p99, %d clients' % clients,
                     common.percentile(latencies, 99), 'ms',
                     'p50 %.3g ms' % common.median(latencies)),
@@ -244,6 +255,17 @@ def figures_for(seq, conc, hosts, workers, clients, rss, own=None, idle=None,
                     'workers: %s' % ', '.join('%.0f' % r for r in rss)),
     ]
     return [figure for figure in figures if figure is not None]
+
+
+def _floor_rate_figure(floor_conc, clients, workers, rate):
+    """What the wire allows the throughput: the same clients, the same calls, answered by
+    echo processes that do not schedule."""
+    floor_rate, _latencies, errors = _rate(floor_conc)
+    return common.info(
+        'select_destinations wire floor throughput, %d clients, %d echo processes' % (
+            clients, workers), floor_rate, 'calls/s',
+        'no scheduling; %d errors; the scheduler reaches %.0f%% of it' % (
+            errors, 100.0 * rate / floor_rate))
 
 
 def worker_rss(bench_cluster, name='scheduler'):
@@ -315,6 +337,25 @@ def _run_sequential(bench, calls, on_ready=None):
                                 on_ready=on_ready)[0]
 
 
+def _run_concurrent(bench, procs, threads, seconds, floor=False):
+    return cluster.run_children(_concurrent, [(bench.conf_file, threads, seconds, seed + 1,
+                                               floor) for seed in range(procs)], timeout=600)
+
+
+def _floor_throughput(bench, workers, procs, threads, seconds):
+    """The concurrent run against the wire floor: ``workers`` echo processes (the one of
+    the sequential calls and more, started for this run) in place of the scheduler's
+    workers, sharing its topic's calls as the workers share theirs."""
+    extra = ['echo%d' % n for n in range(2, workers + 1)]
+    for name in extra:
+        bench.start(name, 'benchmarks.echo_server', ready='bench echo server ready')
+    try:
+        return _run_concurrent(bench, procs, threads, seconds, floor=True)
+    finally:
+        for name in extra:
+            bench.stop(name)
+
+
 def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=print,
         larger=(10000,)):
     """The figures at ``hosts`` hosts, and the sequential ones again at each size of
@@ -332,11 +373,12 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
             own = {'request': _mean_ms(before, after, 'request_duration_seconds'),
                    'refresh': _mean_ms(before, after, 'host_state_refresh_duration_seconds')}
             out('  e2e: %d clients for %.0f s...' % (procs * threads, seconds))
-            conc = cluster.run_children(
-                _concurrent, [(bench.conf_file, threads, seconds, seed + 1)
-                              for seed in range(procs)], timeout=600)
+            conc = _run_concurrent(bench, procs, threads, seconds)
             rss = worker_rss(bench)
             bench.stop('scheduler')
+            out('  e2e: %d clients for %.0f s against the wire floor (%d echo processes)...'
+                % (procs * threads, seconds, workers))
+            floor_conc = _floor_throughput(bench, workers, procs, threads, seconds)
             out('  e2e: scheduler with 1 worker; %d sequential calls...' % calls)
             start_scheduler(bench, 1, port)
             one = _run_sequential(bench, calls)
@@ -348,4 +390,4 @@ def run(hosts=1000, calls=200, seconds=10.0, procs=4, threads=4, workers=2, out=
                     % (size, workers, calls))
                 others.append((size, _run_sequential(bench, calls)))
     return figures_for(seq, conc, hosts, workers, procs * threads, rss, own, idle, one,
-                       others)
+                       others, floor_conc)
