@@ -20,12 +20,17 @@ from minisched.scheduler import driver
 from minisched.scheduler import filters
 from minisched.scheduler import metrics
 from minisched.scheduler import scheduler_options
+from minisched.scheduler import weights as host_weights
 
 LOG = logging.getLogger(__name__)
 
 
 class RowPipeline:
-    """Candidates are an array of table rows; filters and weighers run column-wise."""
+    """Candidates are an array of table rows; filters and weighers run column-wise.
+
+    Once weighed they are a :class:`~minisched.scheduler.weights.Ranking`, its first
+    positions placed and the rest sorted when a walk through them reaches that far.
+    """
 
     def __init__(self, host_manager):
         self.hm = host_manager
@@ -37,6 +42,10 @@ class RowPipeline:
         return rows
 
     def state(self, candidates, index):
+        if type(candidates) is host_weights.Ranking:
+            if index >= candidates.exact:
+                candidates.complete()
+            candidates = candidates.rows
         return self.hm.table.states[candidates[index]]
 
     def states(self, candidates):
@@ -44,6 +53,8 @@ class RowPipeline:
 
     def filter(self, candidates, spec_obj, index):
         """Returns ``(survivors, FilterResult or None, filters_ran)``."""
+        if type(candidates) is host_weights.Ranking:
+            candidates = candidates.complete()
         rows, skip = self.hm.pre_filter_rows(candidates, spec_obj)
         if skip or not len(rows):
             return rows, None, False
@@ -51,21 +62,25 @@ class RowPipeline:
                                                  spec_obj, index)
         return result.survivors, result, True
 
-    def weigh(self, candidates, spec_obj):
-        """Returns ``(candidates sorted by weight, weights in that order)``."""
+    def weigh(self, candidates, spec_obj, top=None):
+        """Returns ``(Ranking of the candidates, weights in its order)``; with ``top``, only
+        the hosts tied with the best and ``top`` more need be placed."""
         view = filters.RowView(self.hm.table, candidates)
-        return self.hm.weight_handler.weigh_rows(self.hm.weighers, view, spec_obj)
+        ranking = self.hm.weight_handler.rank_rows(self.hm.weighers, view, spec_obj, top)
+        return ranking, ranking.weights
 
     def chosen_first(self, candidates, head, chosen):
         """``candidates`` in the order ``head`` (a permutation of the first ``len(head)``
         positions) then every later position, with position ``chosen`` moved to the front.
 
-        A few array operations: the list version costs ~2 ms at 50,000 candidates.
+        A few array operations: the list version costs ~2 ms at 50,000 candidates. Both
+        ``head`` and ``chosen`` lie among the placed positions of the Ranking.
         """
         order = np.arange(len(candidates))
         order[:len(head)] = head
         at = head.index(chosen) if chosen < len(head) else chosen
-        return candidates[np.concatenate((order[at:at + 1], order[:at], order[at + 1:]))]
+        return candidates.reordered(np.concatenate((order[at:at + 1], order[:at],
+                                                    order[at + 1:])))
 
 
 class ReferencePipeline:
@@ -95,7 +110,7 @@ class ReferencePipeline:
         result = self.hm.filter_handler.run(self.hm.enabled_filters, states, spec_obj, index)
         return result.survivors, result, True
 
-    def weigh(self, candidates, spec_obj):
+    def weigh(self, candidates, spec_obj, top=None):
         weighed = self.hm.get_weighed_hosts(candidates, spec_obj)
         return [w.obj for w in weighed], [w.weight for w in weighed]
 
@@ -155,6 +170,11 @@ class FilterScheduler(driver.Scheduler):
         hosts_in = len(candidates)
         num_instances = len(instance_uuids) if instance_uuids else spec_obj.num_instances
         num_alts = self.conf.scheduler.max_attempts - 1 if return_alternates else 0
+        # One instance looks at the first few weighed hosts only. Several must keep the
+        # whole order: each next one is weighed from it, ties kept in it (Nova's lists).
+        top = None
+        if num_instances == 1:
+            top = self.conf.filter_scheduler.host_subset_size + num_alts
         selected, last_result, filters_ran = [], None, False
         for num in range(num_instances):
             instance_uuid = instance_uuids[num] if instance_uuids else None
@@ -162,7 +182,7 @@ class FilterScheduler(driver.Scheduler):
                 spec_obj.instance_uuid = instance_uuid
                 spec_obj.obj_reset_changes(['instance_uuid'])
             candidates, last_result, filters_ran = self._get_sorted_hosts(spec_obj, candidates,
-                                                                          num)
+                                                                          num, top)
             if not len(candidates):
                 break
             chosen = self.pipeline.state(candidates, 0)
@@ -180,12 +200,14 @@ class FilterScheduler(driver.Scheduler):
                   {'n': num_instances, 'hosts': hosts_in, 'ms': elapsed * 1000})
         return selections
 
-    def _get_sorted_hosts(self, spec_obj, candidates, index):
-        """Filter and weigh; the chosen host (random among the best subset) comes first."""
+    def _get_sorted_hosts(self, spec_obj, candidates, index, top=None):
+        """Filter and weigh; the chosen host (random among the best subset) comes first.
+        ``top``: how many hosts after those tied with the best the caller looks at in
+        order (more are put in order when reached); all when None."""
         survivors, result, filters_ran = self.pipeline.filter(candidates, spec_obj, index)
         if not len(survivors):
             return survivors, result, filters_ran
-        weighed, weights = self.pipeline.weigh(survivors, spec_obj)
+        weighed, weights = self.pipeline.weigh(survivors, spec_obj, top)
         count = len(weighed)
         head = []  # the best-weighed ties, shuffled: positions 0..ties-1 in their new order
         if self.conf.filter_scheduler.shuffle_best_same_weighed_hosts:

@@ -188,17 +188,29 @@ class HostWeightHandler:
         :param view: a :class:`~minisched.scheduler.filters.RowView` of the candidates
         :returns: ``(rows, weights)``, both numpy arrays in descending-weight order
         """
+        ranking = self.rank_rows(weighers, view, weighing_properties)
+        return ranking.rows, ranking.weights
+
+    def rank_rows(self, weighers, view, weighing_properties, top=None):
+        """:meth:`weigh_rows` as a :class:`Ranking`, whose first positions only may be in
+        order: every host tied with the best and ``top`` more (all of them when ``top`` is
+        None); the rest are ordered when first asked for (:meth:`Ranking.complete`).
+
+        A stable sort of every candidate is most of the weighing of a large cluster (0.7 ms
+        of 10,000 weights here, 4 ms of 50,000), where a request looks at its first few.
+        """
         count = len(view)
         total = np.zeros(count, dtype=np.float64)
         if count <= 1:
-            return view.rows, total
+            return Ranking(view.rows, total, count)
         utils.forget(view)  # what the weighers learn about the view lasts one weighing
         try:
             total = self._weigh_rows(weighers, view, weighing_properties, total)
         finally:
             utils.forget(view)
-        order = _descending_order(total)
-        return view.rows[order], total[order]
+        order, exact = _descending_order(total, top)
+        return Ranking(view.rows[order], total[order], exact)
+
 
     def _weigh_rows(self, weighers, view, weighing_properties, total):
         count = len(view)
@@ -234,6 +246,35 @@ class HostWeightHandler:
                     normalized = np.zeros(count, dtype=np.float64)
                 total += multipliers * normalized
         return total
+
+
+class Ranking:
+    """Candidate rows in descending-weight order (``sorted`` semantics: ties keep their
+    candidate order), of which the first ``exact`` are placed; the others follow in
+    candidate order until :meth:`complete` sorts them, which changes no placed position.
+    """
+
+    __slots__ = ('rows', 'weights', 'exact')
+
+    def __init__(self, rows, weights, exact):
+        self.rows, self.weights, self.exact = rows, weights, exact
+
+    def __len__(self):
+        return len(self.rows)
+
+    def complete(self):
+        """Sort the positions not placed yet; returns the rows, all in order."""
+        if self.exact < len(self.rows):
+            tail = np.argsort(-self.weights[self.exact:], kind='stable') + self.exact
+            self.rows[self.exact:] = self.rows[tail]
+            self.weights[self.exact:] = self.weights[tail]
+            self.exact = len(self.rows)
+        return self.rows
+
+    def reordered(self, order):
+        """A Ranking of these positions in ``order``, a permutation that leaves the positions
+        from ``exact`` on where they are."""
+        return Ranking(self.rows[order], self.weights[order], self.exact)
 
 
 def _all_finite(multipliers):
@@ -283,14 +324,31 @@ def _normalized_rows(weigher, raw):
     return _normalize_array(raw, minval, maxval)
 
 
-def _descending_order(total):
-    """Positions sorted by weight, descending; ties keep their order (``sorted`` semantics)."""
+def _descending_order(total, top=None):
+    """``(positions, placed)``: the positions by weight, descending, ties in their order
+    (``sorted`` semantics), of which the first ``placed`` are in that order: every position
+    tied with the best and ``top`` more (all when ``top`` is None); the rest follow in
+    position order.
+
+    The placed ones are the first of a stable sort: what weighs more than the last placed
+    weight, and of the positions weighing that much, the earliest.
+    """
+    count = len(total)
     if np.isnan(total).any():
         # NaN breaks numpy's total order: let Python's sort make the same comparisons.
         weights = total.tolist()
-        return np.array(sorted(range(len(weights)), key=weights.__getitem__, reverse=True),
-                        dtype=np.intp)
-    return np.argsort(-total, kind='stable')
+        return np.array(sorted(range(count), key=weights.__getitem__, reverse=True),
+                        dtype=np.intp), count
+    if top is not None:
+        top += int(np.count_nonzero(total == total.max()))
+    if top is None or top >= count:
+        return np.argsort(-total, kind='stable'), count
+    last = np.partition(total, count - top)[count - top]  # the top-th largest weight
+    placed = total > last
+    placed[np.flatnonzero(total == last)[:top - int(np.count_nonzero(placed))]] = True
+    chosen = np.flatnonzero(placed)
+    return np.concatenate((chosen[np.argsort(-total[chosen], kind='stable')],
+                           np.flatnonzero(~placed))), top
 
 
 def all_weighers():

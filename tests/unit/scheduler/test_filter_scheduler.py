@@ -5,6 +5,8 @@ vectorised RowPipeline and Nova's per-host ReferencePipeline and must give the s
 """
 import random
 
+from oslo_utils.fixture import uuidsentinel as uuids
+
 from minisched import context
 from minisched import exception
 from minisched.objects import request_spec
@@ -37,13 +39,15 @@ class SchedulerTestCase(base.TestCase):
         self.ctxt = context.get_admin_context()
 
     def _scheduler(self, hosts, pipeline=filter_scheduler.RowPipeline):
-        """``hosts``: [(name, free_ram_mb, total_ram_mb)] on 8-vCPU, 100 GB nodes."""
+        """``hosts``: [(name, free_ram_mb, total_ram_mb[, cell uuid])] on 8-vCPU, 100 GB
+        nodes (cell1 unless given)."""
         fs = _NoRefresh(self.conf)
         fs.pipeline = pipeline(fs.host_manager)
         hm = fs.host_manager
-        for name, free_ram, total_ram in hosts:
+        for name, free_ram, total_ram, *cell in hosts:
             state = fakes.fake_host_state(name, table=hm.table, free_ram_mb=free_ram,
-                                          total_usable_ram_mb=total_ram)
+                                          total_usable_ram_mb=total_ram,
+                                          cell_uuid=cell[0] if cell else uuids.cell1)
             hm.host_state_map[(name, name)] = state
             hm._states_by_host[name].append(state)
         hm.cells = hm.enabled_cells = [None]
@@ -75,6 +79,33 @@ class TestSchedule(SchedulerTestCase):
     def test_limits_travel_with_the_selection(self):
         result = self._both(self.HOSTS, fakes.fake_spec(memory_mb=1024))
         self.assertEqual({'memory_mb': 24576, 'vcpu': 128, 'disk_gb': 100}, result[0][0][1])
+
+    def test_alternates_found_past_the_hosts_weighed_first(self):
+        # One instance: only the best few hosts are put in order at first. The alternates
+        # must share the chosen host's cell, and the hosts weighed next are in another: the
+        # walk goes on past them, through hosts put in order when it gets there.
+        hosts = [('a0', 16384, 16384)]
+        hosts += [('b%02d' % n, 15360 - 256 * n, 16384, uuids.cell2) for n in range(12)]
+        hosts += [('a%d' % n, 4096 + 512 * (n % 3), 16384) for n in range(1, 9)]
+        random.Random(3).shuffle(hosts)
+        result = self._both(hosts, fakes.fake_spec(memory_mb=1024), uuids=[uuids.inst1],
+                            alternates=True)
+        names = [name for name, _ in result[0]]
+        self.assertEqual('a0', names[0])
+        self.assertEqual(2, len(set(names[1:]) & {'a2', 'a5', 'a8'}))  # cell1's next best
+
+    def test_many_hosts_tied_with_the_best_all_take_part_in_the_draw(self):
+        self.flags(group='filter_scheduler', host_subset_size=4,
+                   shuffle_best_same_weighed_hosts=True)
+        hosts = [('t%02d' % n, 8192, 16384) for n in range(30)]
+        hosts += [('u%02d' % n, 2048 + 64 * n, 16384) for n in range(20)]
+        chosen = set()
+        for seed in range(12):
+            result = self._both(hosts, fakes.fake_spec(memory_mb=1024), uuids=[uuids.inst1],
+                                alternates=True, seed=seed)
+            chosen.add(result[0][0][0])
+            self.assertTrue(all(name.startswith('t') for name, _ in result[0]))
+        self.assertGreater(len(chosen), 4)  # drawn among all 30 ties, not the first few
 
     def test_multi_instance_consumes_between_picks(self):
         spec = fakes.fake_spec(memory_mb=8192, num_instances=2)

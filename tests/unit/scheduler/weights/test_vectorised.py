@@ -119,3 +119,37 @@ class TestVectorisedWeighing(base.TestCase):
         self.assertEqual([w.obj.row for w in expected], got_rows.tolist())
         self.assertEqual([float(w.weight).hex() for w in expected],
                          [w.hex() for w in got_weights.tolist()])
+
+
+# Weights as they come out of the handler: few distinct values (ties), signed zeros, infinities.
+weight_value = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.25, 1e300, float('inf'),
+                                float('-inf')])
+
+
+class TestPartialRanking(base.TestCase):
+    """rank_rows with ``top`` places the first positions of the full stable sort, and
+    completing the ranking gives that sort exactly."""
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(total=st.lists(weight_value, min_size=2, max_size=60),
+                      top=st.integers(0, 12))
+    def test_placed_positions_are_those_of_the_full_sort(self, total, top):
+        total = np.array(total, dtype=np.float64)
+        full = np.argsort(-total, kind='stable')
+        order, placed = weights._descending_order(total, top)
+        best = int(np.count_nonzero(total == total.max()))
+        self.assertEqual(min(len(total), best + top), placed)
+        self.assertEqual(full[:placed].tolist(), order[:placed].tolist())
+        self.assertEqual(sorted(order.tolist()), list(range(len(total))))
+        ranking = weights.Ranking(np.arange(len(total))[order], total[order], placed)
+        self.assertEqual(full.tolist(), ranking.complete().tolist())
+        self.assertEqual([w.hex() for w in total[full].tolist()],
+                         [w.hex() for w in ranking.weights.tolist()])
+
+    def test_nan_weights_are_sorted_whole_as_python_sorts_them(self):
+        total = np.array([1.0, float('nan'), 2.0, 1.0, 0.5])
+        order, placed = weights._descending_order(total, 1)
+        self.assertEqual(len(total), placed)
+        values = total.tolist()
+        self.assertEqual(sorted(range(5), key=values.__getitem__, reverse=True),
+                         order.tolist())
