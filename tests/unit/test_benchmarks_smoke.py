@@ -125,6 +125,22 @@ class TestOverFloor(base.TestCase):
         figure, = e2e.over_floor_figures(times, 2000)  # no target at that size
         self.assertIsNone(figure.met)
 
+    def test_the_throughput_is_shown_next_to_the_wire_floors(self):
+        from benchmarks import e2e
+        scheduler = [{'latencies': [5.0] * 300, 'errors': [], 'elapsed': 1.0},
+                     {'latencies': [6.0] * 100, 'errors': ['MessagingTimeout'],
+                      'elapsed': 2.0}]
+        floor = [{'latencies': [3.0] * 500, 'errors': [], 'elapsed': 1.0},
+                 {'latencies': [3.0] * 500, 'errors': [], 'elapsed': 1.0}]
+        rate, latencies, errors = e2e._rate(scheduler)  # over the longest client's time
+        self.assertEqual((200.0, 400, 1), (rate, len(latencies), errors))
+        figure = e2e._floor_rate_figure(floor, 16, 2, 200.0)
+        self.assertEqual('select_destinations wire floor throughput, 16 clients, '
+                         '2 echo processes', figure.figure)
+        self.assertEqual(1000.0, figure.value)
+        self.assertIsNone(figure.met)
+        self.assertIn('0 errors; the scheduler reaches 20% of it', figure.note)
+
 
 class TestStopAll(base.TestCase):
     """The bench's services are stopped together: one SIGTERM each, one deadline for all."""
