@@ -211,7 +211,6 @@ class HostWeightHandler:
         order, exact = _descending_order(total, top)
         return Ranking(view.rows[order], total[order], exact)
 
-
     def _weigh_rows(self, weighers, view, weighing_properties, total):
         count = len(view)
         states = None
