@@ -43,7 +43,7 @@ class RowPipeline:
 
     def state(self, candidates, index):
         if type(candidates) is host_weights.Ranking:
-            if index >= candidates.exact:
+            if index >= candidates.placed:
                 candidates.complete()
             candidates = candidates.rows
         return self.hm.table.states[candidates[index]]

@@ -208,8 +208,8 @@ class HostWeightHandler:
             total = self._weigh_rows(weighers, view, weighing_properties, total)
         finally:
             utils.forget(view)
-        order, exact = _descending_order(total, top)
-        return Ranking(view.rows[order], total[order], exact)
+        order, placed = _descending_order(total, top)
+        return Ranking(view.rows[order], total[order], placed)
 
     def _weigh_rows(self, weighers, view, weighing_properties, total):
         count = len(view)
@@ -249,31 +249,31 @@ class HostWeightHandler:
 
 class Ranking:
     """Candidate rows in descending-weight order (``sorted`` semantics: ties keep their
-    candidate order), of which the first ``exact`` are placed; the others follow in
+    candidate order), of which the first ``placed`` are in place; the others follow in
     candidate order until :meth:`complete` sorts them, which changes no placed position.
     """
 
-    __slots__ = ('rows', 'weights', 'exact')
+    __slots__ = ('rows', 'weights', 'placed')
 
-    def __init__(self, rows, weights, exact):
-        self.rows, self.weights, self.exact = rows, weights, exact
+    def __init__(self, rows, weights, placed):
+        self.rows, self.weights, self.placed = rows, weights, placed
 
     def __len__(self):
         return len(self.rows)
 
     def complete(self):
         """Sort the positions not placed yet; returns the rows, all in order."""
-        if self.exact < len(self.rows):
-            tail = np.argsort(-self.weights[self.exact:], kind='stable') + self.exact
-            self.rows[self.exact:] = self.rows[tail]
-            self.weights[self.exact:] = self.weights[tail]
-            self.exact = len(self.rows)
+        if self.placed < len(self.rows):
+            tail = np.argsort(-self.weights[self.placed:], kind='stable') + self.placed
+            self.rows[self.placed:] = self.rows[tail]
+            self.weights[self.placed:] = self.weights[tail]
+            self.placed = len(self.rows)
         return self.rows
 
     def reordered(self, order):
         """A Ranking of these positions in ``order``, a permutation that leaves the positions
-        from ``exact`` on where they are."""
-        return Ranking(self.rows[order], self.weights[order], self.exact)
+        from ``placed`` on where they are."""
+        return Ranking(self.rows[order], self.weights[order], self.placed)
 
 
 def _all_finite(multipliers):
