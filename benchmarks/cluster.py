@@ -373,7 +373,8 @@ def client_setup(conf_file):
     """In a spawned client: parse the bench config, set up RPC and objects; returns CONF."""
     import warnings
     warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
-    os.environ.setdefault('MINISCHED_EVENTLET_PATCH', '0')
+    from minisched import monkey_patch
+    monkey_patch.embed()  # the client keeps native threads, whatever the services run
     from minisched import config
     from minisched.db import engines
     from minisched import objects

@@ -1,7 +1,8 @@
 """The e2e bench's yardstick: a bare oslo.messaging RPC server that echoes what it is sent.
 
 Started like a minisched service (``python -m benchmarks.echo_server --config-file ...``):
-eventlet-patched by ``minisched.cmd``, the same transport, RPC server factory and serializer
+on the concurrency backend a service would choose (``minisched.monkey_patch``), the same
+transport, RPC server factory and serializer
 (``minisched.rpc.get_server``) as the scheduler, but no service record, manager or database.
 Topic ``bench_echo``; logs "bench echo server ready" once listening.
 
@@ -11,7 +12,9 @@ It also answers ``select_destinations`` without scheduling (the wire floor; see
 import sys
 import time
 
-import minisched.cmd  # noqa: F401  (eventlet monkey patching, as every minisched service)
+from minisched import monkey_patch  # first: the backend a service would run with
+
+monkey_patch.patch(backend='threading')
 
 import oslo_messaging as messaging  # noqa: E402
 

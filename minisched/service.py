@@ -3,17 +3,21 @@ import gc
 import logging
 import os
 import random
+import signal
 
 import oslo_messaging as messaging
 from oslo_service import service
+from oslo_service import threadgroup
 
 from minisched import baserpc
 from minisched import context
 from minisched import exception
+from minisched import monkey_patch
 from minisched.objects import base as objects_base
 from minisched.objects import service as service_obj
 from minisched import rpc
 from minisched import servicegroup
+from minisched import thread_pool
 from minisched import trace
 from minisched import version
 
@@ -132,6 +136,8 @@ class Service(service.Service):
             self.manager.cleanup_host()
         except Exception:
             LOG.exception('Service error occurred during cleanup_host')
+        # The work the pools still run (a compute's builds) ends before the process does.
+        thread_pool.shutdown_all()
         super().stop()
 
 
@@ -140,15 +146,77 @@ def process_launcher(conf):
 
 
 def serve(conf, server, workers=None):
-    """Launch ``server`` in this process (workers None/1) or in ``workers`` children."""
+    """Launch ``server`` in this process (workers None/1) or in ``workers`` children.
+
+    One worker runs in this process with either backend. oslo.service's threading launcher
+    would fork a child even for one (cotyledon), after this process has already talked to
+    the bus (a compute waits for its conductor before it starts), so with native threads
+    the service runs in this process as Nova runs nova-compute (``no_fork``), and this
+    function returns only when it has stopped (see :func:`_run_here`)."""
     global _launcher
     if _launcher:
         raise RuntimeError('serve() can only be called once')
-    if workers and workers > 1:
+    workers = workers or 1
+    if workers == 1 and not monkey_patch.is_patched():
+        _launcher = _NoForkLauncher()
+        _run_here(conf, server)
+        return
+    if workers > 1:
         # Objects made before the fork stay shared with the workers: keep the garbage
         # collector from touching (and so copying) their pages in every child.
         gc.freeze()
+        # A pool the parent used would reach each child without its threads.
+        thread_pool.reset_all()
     _launcher = service.launch(conf, server, workers=workers, restart_method='mutate')
+
+
+class _NoForkLauncher:
+    """What :func:`wait` waits for once :func:`_run_here` has returned: nothing."""
+
+    def wait(self):
+        return 0
+
+
+def _run_here(conf, server):
+    """Run ``server`` in this process on oslo.service's threading launcher (``no_fork``):
+    SIGTERM stops it gracefully within ``graceful_shutdown_timeout``, SIGINT at once.
+
+    SIGHUP: the launcher leaves it to its caller (it raises ``SignalExit``). As the eventlet
+    launcher does with ``restart_method='mutate'``, the mutable options are reloaded and the
+    service reset (the scheduler reads its cells again), without a restart."""
+    launcher = service.ProcessLauncher(conf, restart_method='mutate', no_fork=True)
+    try:
+        launcher.launch_service(server)  # starts it, then waits for it
+        return
+    except service.SignalExit as exit_:
+        if exit_.signo != signal.SIGHUP:
+            raise
+    while True:
+        LOG.info('Caught SIGHUP: reloading the mutable options and resetting the service')
+        conf.mutate_config_files()
+        server.reset()
+        launcher.add_signal_handlers()
+        try:
+            server.wait()
+            return
+        except service.SignalExit as exit_:
+            if exit_.signo != signal.SIGHUP:
+                raise
+
+
+def in_process_launcher(conf, services):
+    """A launcher running every service of ``services`` on a thread of its own in this
+    process (``minisched-cluster`` on ``fake://``, the benchmarks' many computes in one
+    process), with either backend; SIGTERM stops them all. ``launcher.wait()`` returns once
+    they have stopped."""
+    launcher = service.Launcher(conf, restart_method='mutate')
+    # A launcher's pool has 10 threads by default: the services after the tenth would never
+    # start. One thread per service.
+    launcher.services.tg = threadgroup.ThreadGroup(thread_pool_size=len(services) + 1)
+    for each in services:
+        launcher.launch_service(each)
+    signal.signal(signal.SIGTERM, lambda signum, frame: launcher.stop())
+    return launcher
 
 
 def wait():

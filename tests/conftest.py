@@ -4,6 +4,12 @@ import logging
 import os
 
 import minisched
+from minisched import monkey_patch
+
+# The test process embeds minisched: native threads here, whatever
+# OS_MINISCHED_DISABLE_EVENTLET_PATCHING says. That variable still reaches the services and
+# minisched-manage processes the tests start, which is how the suite runs them on eventlet.
+monkey_patch.embed()
 
 # minisched's rate-limited RPC reports (rpc_incoming.LogLimiter) count repeats and flush the
 # count from a timer up to a minute later, when the test that caused them may be long over.

@@ -7,6 +7,8 @@ stops everything; ``status`` lists the services (and the cluster's RabbitMQ node
 stops a detached cluster. With ``--rabbit-nodes N`` the cluster starts N RabbitMQ nodes of its
 own, joined into one RabbitMQ cluster, and runs on them with quorum queues.
 """
+from minisched import monkey_patch  # first: it chooses the concurrency backend
+monkey_patch.patch(backend='threading')
 import argparse
 import os
 import sys
@@ -135,25 +137,19 @@ def _start(cluster, fake):
 
 def _start_in_process(conf, cluster):
     """All services in this process (fake:// only exists inside one process)."""
-    from oslo_service import service as oslo_service
-    from oslo_service import threadgroup
-
     from minisched.compute import manager as compute_manager
     from minisched.conductor import manager as conductor_manager
     from minisched.scheduler import manager as scheduler_manager
     from minisched import service
-    launcher = oslo_service.ServiceLauncher(conf)
-    # The launcher runs each service on a green thread of a pool of 10 by default: make room
-    # for every compute, the conductor and the scheduler.
-    launcher.services.tg = threadgroup.ThreadGroup(thread_pool_size=cluster.computes + 3)
-    launcher.launch_service(service.Service.create(
-        conf, 'minisched-conductor', 'conductor', conductor_manager.ConductorManager))
-    launcher.launch_service(service.Service.create(
-        conf, 'minisched-scheduler', 'scheduler', scheduler_manager.SchedulerManager))
-    for name in cluster.compute_names():
-        launcher.launch_service(service.Service.create(
-            conf, 'minisched-compute', 'compute', compute_manager.ComputeManager, host=name))
-    return launcher
+    services = [
+        service.Service.create(conf, 'minisched-conductor', 'conductor',
+                               conductor_manager.ConductorManager),
+        service.Service.create(conf, 'minisched-scheduler', 'scheduler',
+                               scheduler_manager.SchedulerManager)]
+    services.extend(service.Service.create(conf, 'minisched-compute', 'compute',
+                                           compute_manager.ComputeManager, host=name)
+                    for name in cluster.compute_names())
+    return service.in_process_launcher(conf, services)
 
 
 def _stop(cluster, launcher):

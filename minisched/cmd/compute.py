@@ -1,4 +1,6 @@
 """minisched-compute: runs instances through a virt driver; no database access."""
+from minisched import monkey_patch  # first: it chooses the concurrency backend
+monkey_patch.patch(backend='threading')
 import sys
 
 from minisched.cmd import common

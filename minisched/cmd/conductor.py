@@ -1,4 +1,6 @@
 """minisched-conductor: executes database work for services without DB access."""
+from minisched import monkey_patch  # first: it chooses the concurrency backend
+monkey_patch.patch(backend='threading')
 import sys
 
 from oslo_concurrency import processutils

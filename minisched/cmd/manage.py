@@ -5,6 +5,8 @@ Categories and actions are oslo.config sub-commands, as in nova-manage:
 ``minisched-manage [--config-file F] CATEGORY ACTION [args]``. Each action returns its exit
 code; errors print one line on stderr.
 """
+from minisched import monkey_patch  # first: it chooses the concurrency backend
+monkey_patch.patch()
 import importlib
 import logging
 import sys

@@ -1,4 +1,6 @@
 """minisched-scheduler: answers select_destinations with the configured driver."""
+from minisched import monkey_patch  # first: it chooses the concurrency backend
+monkey_patch.patch(backend='threading')
 import sys
 
 from oslo_concurrency import processutils

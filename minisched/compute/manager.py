@@ -13,9 +13,11 @@ from minisched.conductor import stuck_builds
 from minisched import context
 from minisched import exception
 from minisched import manager
+from minisched import monkey_patch
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action
 from minisched.scheduler.client import query
+from minisched import thread_pool
 from minisched.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
@@ -34,8 +36,12 @@ class ComputeManager(manager.Manager):
         self.compute_task_api = conductor_rpcapi.ComputeTaskAPI(conf)
         self.send_instance_updates = conf.filter_scheduler.track_instance_changes
         self.builder = build.Builder(self)
-        limit = conf.max_concurrent_builds
-        self._build_semaphore = threading.BoundedSemaphore(limit) if limit else None
+        # Builds run on the LONG_TASK pool. With native threads its size is the limit of
+        # concurrent builds; under eventlet the pool is as large and a semaphore keeps the
+        # limit, as in Nova 34.
+        self._build_semaphore = (
+            threading.BoundedSemaphore(thread_pool.max_concurrent_builds(conf))
+            if monkey_patch.is_patched() else None)
         self._instance_locks = {}
         self.configure_periodic_tasks({
             'update_available_resource': conf.update_resources_interval,
@@ -102,15 +108,14 @@ class ComputeManager(manager.Manager):
                                requested_networks=None, security_groups=None,
                                block_device_mapping=None, node=None, limits=None,
                                host_list=None):
-        """Start the build in the background and return at once (it is a cast)."""
+        """Start the build on the LONG_TASK pool and return at once (it is a cast): the
+        RPC server's thread goes back to its pool while the build waits for its turn."""
         kwargs = dict(admin_password=admin_password, injected_files=injected_files,
                       requested_networks=requested_networks, security_groups=security_groups,
                       block_device_mapping=block_device_mapping)
-        thread = threading.Thread(
-            target=self._locked_build, daemon=True, name='build-%s' % instance.uuid,
-            args=(context, instance, image, request_spec, filter_properties, node, limits,
-                  host_list, kwargs))
-        thread.start()
+        thread_pool.spawn_on(self.conf, thread_pool.ExecutorType.LONG_TASK,
+                             self._locked_build, context, instance, image, request_spec,
+                             filter_properties, node, limits, host_list, kwargs)
 
     def _locked_build(self, context, instance, image, request_spec, filter_properties, node,
                       limits, host_list, kwargs):

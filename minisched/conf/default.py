@@ -105,6 +105,60 @@ Possible values:
 
 * 1: oslo.messaging's own behaviour
 * Up to 5000 (the longest wait)"""),
+    cfg.StrOpt('concurrency_backend', default='auto', choices=[
+        ('auto', "the command's own default: native threads for minisched-scheduler, "
+                 "minisched-compute, minisched-conductor and minisched-cluster; eventlet "
+                 "for minisched-manage, as Nova 34 keeps it for nova-manage"),
+        ('threading', 'native threads; nothing is monkey-patched and eventlet cannot be '
+                      'imported'),
+        ('eventlet', 'eventlet green threads: the standard library (psycopg2 included) is '
+                     'monkey-patched before anything else is imported. Deprecated, as in '
+                     'Nova.'),
+    ], help="""
+Concurrency model a minisched process runs with: native threads, the default
+of every service since Nova 34 (2026.2), or eventlet, kept as a deprecated
+choice.
+
+Read at the very start of a command, from the files given with
+``--config-file``/``--config-dir`` (or found by the default search), before
+anything else is imported: eventlet must patch the standard library before
+any library uses it. The environment variable
+``OS_MINISCHED_DISABLE_EVENTLET_PATCHING`` wins over this option: ``1``,
+``true`` or ``yes`` choose native threads, any other non-empty value
+eventlet.
+
+With native threads a service runs oslo.service's threading backend and
+oslo.messaging's threading executor (``executor_thread_pool_size`` threads
+per RPC server), and each thread has its own database connection from the
+engine's pool. Under eventlet every green thread of a process shares one OS
+thread: a query blocks only its green thread (psycopg2 and PyMySQL wait
+cooperatively once patched), but any CPU work blocks them all.
+
+Related options:
+
+* ``[DEFAULT] default_thread_pool_size``, ``cell_worker_thread_pool_size``
+  (native threads only)
+* ``[DEFAULT] default_green_pool_size`` (eventlet only)"""),
+    cfg.IntOpt('default_thread_pool_size', default=10, min=1, help="""
+Threads of a service's default pool, which runs its background work. Only
+used with native threads.
+
+Related options: ``concurrency_backend``, ``default_green_pool_size``"""),
+    cfg.IntOpt('default_green_pool_size', default=1000, min=100,
+               deprecated_for_removal=True, deprecated_since='34.0.0',
+               deprecated_reason='Only used with the eventlet backend, which is '
+                                 'deprecated.',
+               help="""
+Green threads of a service's default pool. Only used with eventlet.
+
+Related options: ``concurrency_backend``, ``default_thread_pool_size``"""),
+    cfg.IntOpt('cell_worker_thread_pool_size', default=5, min=1, help="""
+Threads that read the cells at once, one task per cell, when a service
+gathers rows from every cell (the scheduler's refresh of its host states).
+Cells beyond this number wait for a free thread. Only used with native
+threads; under eventlet every cell gets a green thread.
+
+Related options: ``concurrency_backend``"""),
 ]
 
 

@@ -21,7 +21,6 @@ committed more than ``QUICK_SKEW`` after its timestamp, and then within
 last read (an SQLite file: ``minisched.db.markers``), the queries are skipped altogether.
 """
 import collections
-from concurrent import futures
 import contextlib
 import datetime
 import functools
@@ -34,6 +33,7 @@ import threading
 import time
 import uuid
 
+import futurist.waiters
 import numpy as np
 from oslo_utils import timeutils
 
@@ -52,6 +52,7 @@ from minisched.scheduler import host_state
 from minisched.scheduler import metrics
 from minisched.scheduler import plugins
 from minisched.scheduler import weights
+from minisched import thread_pool
 
 LOG = logging.getLogger(__name__)
 
@@ -300,14 +301,24 @@ class HostManager:
         if len(jobs) == 1:  # the common single-cell case needs no threads
             (cell_uuid, args), = jobs.items()
             return {cell_uuid: self._fetch_guarded(context, *args)}
-        with futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            pending = {cell_uuid: pool.submit(self._fetch_guarded, context, *args)
-                       for cell_uuid, args in jobs.items()}
-            done, _ = futures.wait(pending.values(), timeout=CELL_TIMEOUT_SECONDS)
-            return {cell_uuid: (future.result() if future in done else
-                                (None, TimeoutError('no answer in %d s' %
-                                                    CELL_TIMEOUT_SECONDS)))
-                    for cell_uuid, future in pending.items()}
+        # On the process's cell worker pool, as Nova's scatter_gather_cells: a cell that
+        # has not answered in time is reported, its read left to end in the background.
+        pending = {cell_uuid: thread_pool.spawn_on(
+                       self.conf, thread_pool.ExecutorType.SCATTER_GATHER,
+                       self._fetch_guarded, context, *args)
+                   for cell_uuid, args in jobs.items()}
+        done, _ = futurist.waiters.wait_for_all(pending.values(), CELL_TIMEOUT_SECONDS)
+        results = {}
+        for cell_uuid, future in pending.items():
+            if future in done:
+                results[cell_uuid] = future.result()
+                continue
+            started = not future.cancel()
+            results[cell_uuid] = (None, TimeoutError(
+                'no answer in %d s%s' % (CELL_TIMEOUT_SECONDS, '' if started else
+                                         ': no cell worker thread was free, see [DEFAULT] '
+                                         'cell_worker_thread_pool_size')))
+        return results
 
     def _fetch_guarded(self, context, cell, since, kind, unchanged, recent):
         try:

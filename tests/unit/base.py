@@ -1,6 +1,5 @@
 """Base class of unit tests: isolated config with ``self.flags``, objects registered."""
 import importlib
-import os
 import unittest
 from unittest import mock
 
@@ -10,6 +9,7 @@ from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel
 
 from minisched import conf as _conf  # noqa: F401  (registers every option)
+from minisched import monkey_patch
 from minisched import objects
 from minisched import rpc
 
@@ -19,21 +19,11 @@ uuids = uuidsentinel
 
 
 def import_without_eventlet(name):
-    """Import ``name`` (a ``minisched.cmd`` module) without eventlet-patching this test
-    process (``minisched.cmd`` skips the patch when ``MINISCHED_EVENTLET_PATCH=0``).
-
-    The environment variable is restored at once: services that later tests start as
-    subprocesses must still be patched.
-    """
-    saved = os.environ.get('MINISCHED_EVENTLET_PATCH')
-    os.environ['MINISCHED_EVENTLET_PATCH'] = '0'
-    try:
-        return importlib.import_module(name)
-    finally:
-        if saved is None:
-            del os.environ['MINISCHED_EVENTLET_PATCH']
-        else:
-            os.environ['MINISCHED_EVENTLET_PATCH'] = saved
+    """Import ``name``, a ``minisched.cmd`` module, into this test process, which keeps
+    native threads: the process embeds minisched (``monkey_patch.embed()`` in
+    tests/conftest.py), so the module's own ``monkey_patch.patch()`` changes nothing."""
+    monkey_patch.embed()
+    return importlib.import_module(name)
 
 
 class TestCase(unittest.TestCase):
