@@ -54,7 +54,7 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     if init_rpc:
         try:
             rpc.init(CONF)
-        except rpc.TransportURLError as exc:
+        except (rpc.TransportURLError, rpc_incoming.PrivateHookMissing) as exc:
             fail(prog, str(exc))
     check_values(CONF, prog)
     for problem in tls_file_problems(CONF):

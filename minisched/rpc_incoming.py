@@ -45,6 +45,7 @@ with the trim. A message over the limit is refused undecoded.
 import ctypes
 import functools
 import gc
+from importlib import metadata
 import inspect
 import logging
 import os
@@ -58,6 +59,7 @@ from oslo_config import cfg
 from oslo_messaging._drivers import amqpdriver
 from oslo_messaging._drivers import common as driver_common
 from oslo_messaging._drivers import impl_rabbit
+from oslo_messaging.rpc import server as rpc_server
 from oslo_messaging.rpc import dispatcher
 
 from minisched import exception
@@ -347,9 +349,77 @@ _incoming = {'max_bytes': DEFAULT_MAX_MESSAGE_SIZE_MB * _MIB,
              'max_mb': DEFAULT_MAX_MESSAGE_SIZE_MB}
 
 
+# -- the private parts of oslo.messaging this relies on ----------------------------------------
+
+class PrivateHookMissing(RuntimeError):
+    """This oslo.messaging lacks a private attribute that a check of incoming messages
+    needs: the service refuses to start rather than run without the check."""
+
+
+#: ``(where, owner, attribute, what needs it)`` of each private attribute of oslo.messaging
+#: that minisched hooks into. Without one of them a check would silently do nothing, so a
+#: service does not start (:func:`check_private_hooks`). tests/unit/test_rpc_private_hooks.py
+#: checks each against the installed oslo.messaging, and tools/upper-constraints.txt names
+#: the versions the suite ran against.
+REQUIRED_HOOKS = (
+    ('impl_rabbit.Consumer', impl_rabbit.Consumer, '_callback',
+     'the size and decoding checks of incoming messages'),
+    ('impl_rabbit', impl_rabbit, 'RabbitMessage', 'the decoding check of incoming messages'),
+    ('common', driver_common, 'deserialize_msg', 'the decoding check of incoming messages'),
+    ('amqpdriver', amqpdriver, 'LOG', 'the rate limit of duplicate-message reports'),
+    ('rpc.server.RPCServer', rpc_server.RPCServer, '_on_incoming',
+     "the conductor's admission ([conductor] max_concurrent_schedule_and_build)"),
+    ('rpc.server.RPCServer', rpc_server.RPCServer, '_process_incoming',
+     "the conductor's admission ([conductor] max_concurrent_schedule_and_build)"),
+)
+#: The same for hooks whose absence only costs efficiency: a WARNING, and the service starts.
+OPTIONAL_HOOKS = (
+    ('amqpdriver', amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN', '[DEFAULT] rpc_poll_floor_ms'),
+    ('amqpdriver', amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MAX', '[DEFAULT] rpc_poll_floor_ms'),
+)
+
+
+def oslo_messaging_version():
+    try:
+        return metadata.version('oslo.messaging')
+    except metadata.PackageNotFoundError:
+        return 'of unknown version'
+
+
+def missing_hooks(hooks):
+    """``['where.attribute (what needs it)', ...]`` of the ``hooks`` this oslo.messaging
+    lacks. The consumer callback counts as present only as oslo.messaging's own (not
+    minisched's replacement, which wraps it)."""
+    missing = []
+    for where, owner, attribute, purpose in hooks:
+        if owner is impl_rabbit.Consumer and attribute == '_callback':
+            present = _original_callback is not None
+        else:
+            present = hasattr(owner, attribute)
+        if not present:
+            missing.append('%s.%s (%s)' % (where, attribute, purpose))
+    return missing
+
+
+def check_private_hooks():
+    """Raise PrivateHookMissing, one line naming the oslo.messaging version and every
+    missing attribute, when a required hook is gone; log a WARNING for an optional one."""
+    missing = missing_hooks(REQUIRED_HOOKS)
+    if missing:
+        raise PrivateHookMissing(
+            'oslo.messaging %s has no %s: minisched hooks into these private attributes; '
+            'install the oslo.messaging of tools/upper-constraints.txt'
+            % (oslo_messaging_version(), ', '.join(missing)))
+    for problem in missing_hooks(OPTIONAL_HOOKS):
+        LOG.warning('oslo.messaging %s has no %s: that option has no effect.',
+                    oslo_messaging_version(), problem)
+
+
 def configure(conf):
     """Apply ``conf`` to what arrives from now on (size limit, consumer checks, TLS file
-    names in connection errors): :func:`minisched.rpc.init` calls it."""
+    names in connection errors): :func:`minisched.rpc.init` calls it. Raises
+    PrivateHookMissing (see :func:`check_private_hooks`) before changing anything."""
+    check_private_hooks()
     _configure_incoming(conf)
     _name_tls_files_in_connection_errors(conf)
 
@@ -377,9 +447,7 @@ def _set_poll_floor(conf):
         floor_ms = conf.rpc_poll_floor_ms
     except cfg.NoSuchOptError:
         floor_ms = DEFAULT_POLL_FLOOR_MS
-    if not hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN'):
-        LOG.warning('[DEFAULT] rpc_poll_floor_ms has no effect: this oslo.messaging has no '
-                    'amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN.')
+    if missing_hooks(OPTIONAL_HOOKS):  # said once by check_private_hooks
         return
     amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN = min(
         floor_ms / 1000.0, amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX)
@@ -399,7 +467,12 @@ class _Refused(BaseException):
         self.reason = reason
 
 
-class _CheckedRabbitMessage(impl_rabbit.RabbitMessage):
+# Defined whatever this oslo.messaging has; without the driver's class, or its callback,
+# services refuse to start (check_private_hooks).
+_RabbitMessage = getattr(impl_rabbit, 'RabbitMessage', dict)
+
+
+class _CheckedRabbitMessage(_RabbitMessage):
     """The rabbit driver's RabbitMessage, refusing (:class:`_Refused`) what it cannot
     decode into a message dict instead of raising the decoder's error; ``size`` is the
     length of the body."""
@@ -434,7 +507,7 @@ class _CheckedRabbitMessage(impl_rabbit.RabbitMessage):
             raw_message.body, raw_message._decoded_cache = b'', None
 
 
-_original_callback = impl_rabbit.Consumer._callback
+_original_callback = getattr(impl_rabbit.Consumer, '_callback', None)
 
 
 def _checked_callback(consumer, raw_message):

@@ -300,6 +300,8 @@ def test_init_sets_the_listeners_poll_floor(monkeypatch, caplog):
     assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == rpc_incoming.DEFAULT_POLL_FLOOR_MS / 1e3
     # An oslo.messaging without the constant: nothing set, and a warning says so.
     monkeypatch.delattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN')
+    rpc_incoming.check_private_hooks()
     rpc_incoming._set_poll_floor(conf)
     assert not hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN')
-    assert 'rpc_poll_floor_ms has no effect' in caplog.text
+    assert ('has no amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN ([DEFAULT] rpc_poll_floor_ms): '
+            'that option has no effect') in caplog.text
