@@ -6,7 +6,10 @@ PostgreSQL and MySQL/MariaDB), ``e2e`` (select_destinations over RabbitMQ agains
 floor, at 1,000 and 10,000 hosts), ``memory`` (scheduler worker RSS at 10,000 hosts),
 ``build`` (1,000 boots through 200 fake computes) and ``build-wide`` (the same boots through
 2,000 fake computes in 20 processes, on a broker of its own; not with ``--quick``). Hosts are
-synthetic except in the build benches. Prints a table (figure, value, target,
+synthetic except in the build benches. The benches that start services (``e2e``,
+``memory``, ``build``, ``build-wide``) run once per concurrency backend of ``--backend``
+(default: ``threading``, the services' default; ``--backend threading,eventlet`` compares
+them in one run, and prints them side by side). Prints a table (figure, value, target,
 met?), the build bench's trace (costs per build, service by service: ``--no-trace`` turns it
 off) and a CSV; exits 1 when a bench fails or a decision differs from the reference, never
 because of a timing.
@@ -19,6 +22,9 @@ import traceback
 import warnings
 
 BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build', 'build-wide')
+#: The benches that start minisched services (run once per ``--backend``).
+SERVICE_BENCHES = ('e2e', 'memory', 'build', 'build-wide')
+BACKENDS = ('threading', 'eventlet')
 FULL_SIZES = (1000, 10000, 50000)
 QUICK_SIZES = (1000, 10000)
 #: Requests timed per size: (quick, full).
@@ -50,7 +56,20 @@ def _parser():
     parser.add_argument('--csv', help='also write the figures to this CSV file')
     parser.add_argument('--no-trace', action='store_true',
                         help='run the build bench without MINISCHED_TRACE_DIR (no build trace)')
+    parser.add_argument('--backend', default='threading', type=_backends,
+                        help='concurrency backends of the services, comma-separated, each '
+                             'bench that starts services run once per backend: %s (default: '
+                             '%%(default)s)' % ', '.join(BACKENDS))
     return parser
+
+
+def _backends(value):
+    names = [name.strip() for name in value.split(',') if name.strip()]
+    unknown = sorted(set(names) - set(BACKENDS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError('unknown backend(s) %s; choose among %s'
+                                         % (', '.join(unknown) or "''", ', '.join(BACKENDS)))
+    return list(dict.fromkeys(names))
 
 
 def _requests_for(args, table=REQUESTS):
@@ -104,25 +123,39 @@ def run(args, out=_say, reports=None):
     if unknown:
         raise SystemExit('unknown bench(es) in --skip: %s' % ', '.join(sorted(unknown)))
     figures, failed = [], False
+    backends = getattr(args, 'backend', None) or ['threading']
     for name, bench in _plan(args, reports):
         if name in skip:
             continue
-        out('== %s (%s)' % (name, common.machine_note()))
-        start = time.monotonic()
-        try:
-            figures += bench(out)
-        except cluster.Unavailable as exc:
-            figures.append(common.info('%s bench' % name, 'skipped', '', str(exc)))
-        except Exception as exc:
-            traceback.print_exc()
-            failed = True
-            first_line = (str(exc).strip().splitlines() or [''])[0][:200]
-            figures.append(common.Figure('%s bench' % name, 'FAILED', '', 'runs', False,
-                                         '%s: %s (see stderr)' % (type(exc).__name__,
-                                                                  first_line)))
-        out('   %s took %.0f s' % (name, time.monotonic() - start))
+        for backend in (backends if name in SERVICE_BENCHES else [None]):
+            label = name if backend is None or len(backends) == 1 else \
+                '%s, %s' % (name, backend)
+            out('== %s (%s)' % (label, common.machine_note()))
+            start = time.monotonic()
+            with common.services_backend(backend):
+                results, bench_failed = _run_bench(name, bench, out, cluster)
+            failed = failed or bench_failed
+            if backend is not None and len(backends) > 1:
+                for figure in results:
+                    figure.figure = '%s [%s]' % (figure.figure, backend)
+            figures += results
+            out('   %s took %.0f s' % (label, time.monotonic() - start))
     failed = failed or any(f.figure.startswith('decisions') and not f.met for f in figures)
     return figures, failed
+
+
+def _run_bench(name, bench, out, cluster):
+    """``(figures, failed)`` of one bench; a failure is a FAILED figure, not an exception."""
+    from benchmarks import common
+    try:
+        return bench(out), False
+    except cluster.Unavailable as exc:
+        return [common.info('%s bench' % name, 'skipped', '', str(exc))], False
+    except Exception as exc:
+        traceback.print_exc()
+        first_line = (str(exc).strip().splitlines() or [''])[0][:200]
+        return [common.Figure('%s bench' % name, 'FAILED', '', 'runs', False,
+                              '%s: %s (see stderr)' % (type(exc).__name__, first_line))], True
 
 
 def _exit_on_signal(signum, frame):
@@ -140,6 +173,8 @@ def main(argv=None, stdout=None):
     stdout = stdout or sys.stdout
     warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
     args = _parser().parse_args(argv)
+    from minisched import monkey_patch
+    monkey_patch.embed()  # this process keeps native threads; --backend is the services'
     from benchmarks import common
     started = time.monotonic()
     reports = []
@@ -151,6 +186,9 @@ def main(argv=None, stdout=None):
                  % (' (--quick)' if args.quick else '', common.machine_note(),
                     time.monotonic() - started))
     stdout.write(common.format_table(figures) + '\n\n')
+    if len(args.backend) > 1:
+        stdout.write('The services on each backend, side by side:\n'
+                     + common.format_side_by_side(figures, args.backend) + '\n\n')
     for report in reports:
         stdout.write(report + '\n\n')
     stdout.write('CSV:\n')

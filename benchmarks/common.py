@@ -68,6 +68,45 @@ def format_table(figures):
     return '\n'.join(lines)
 
 
+def format_side_by_side(figures, backends):
+    """The figures measured on several backends (named ``<figure> [<backend>]``) as one
+    row per figure and a column per backend."""
+    values, order = {}, []
+    for f in figures:
+        for backend in backends:
+            suffix = ' [%s]' % backend
+            if f.figure.endswith(suffix):
+                name = f.figure[:-len(suffix)]
+                if name not in values:
+                    order.append(name)
+                values.setdefault(name, {})[backend] = f.shown_value()
+    rows = [('figure',) + tuple(backends)]
+    rows += [(name,) + tuple(values[name].get(b, '-') for b in backends) for name in order]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ['  '.join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+             for row in rows]
+    lines.insert(1, '  '.join('-' * width for width in widths))
+    return '\n'.join(lines)
+
+
+@contextlib.contextmanager
+def services_backend(backend):
+    """Within the block, the minisched processes a bench starts run on ``backend``
+    (through the environment they inherit; None: their default). This process keeps its
+    own backend."""
+    from minisched import monkey_patch
+    saved = os.environ.get(monkey_patch.ENV)
+    if backend is not None:
+        os.environ[monkey_patch.ENV] = '1' if backend == 'threading' else '0'
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(monkey_patch.ENV, None)
+        else:
+            os.environ[monkey_patch.ENV] = saved
+
+
 def write_csv(figures, path_or_file):
     """The figures as CSV (figure,value,unit,target,met,note) to a path or an open file."""
     handle = open(path_or_file, 'w', newline='') if isinstance(path_or_file, str) else \

@@ -20,7 +20,7 @@ from minisched.objects import base as objects_base
 from tests.functional import build_helpers
 from tests.functional import resilience
 
-pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.functional, pytest.mark.both_backends, pytest.mark.timeout(120)]
 
 objects.register_all()
 

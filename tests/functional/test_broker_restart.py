@@ -28,7 +28,7 @@ from tests.functional import fuzz_strategies as fs
 from tests.functional.private_broker import private_broker  # noqa: F401
 from tests.functional import resilience
 
-pytestmark = [pytest.mark.functional, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.functional, pytest.mark.both_backends, pytest.mark.timeout(300)]
 
 OUTAGE_SECONDS = 20
 #: rpc_response_timeout of every call (the test's and the services'): short, so that a build

@@ -28,7 +28,7 @@ from tests.functional import db_fixtures
 from tests.functional import resilience
 from tests.functional import tcp_proxy
 
-pytestmark = [pytest.mark.functional, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.functional, pytest.mark.both_backends, pytest.mark.timeout(240)]
 
 BUILD_EVENT = 'compute_build_and_run_instance'
 #: The outage, and when it starts after the first create.

@@ -18,7 +18,7 @@ from minisched.conductor import rpcapi as conductor_rpcapi
 from tests.functional import base
 from tests.functional import build_helpers
 
-pytestmark = [pytest.mark.functional, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.functional, pytest.mark.both_backends, pytest.mark.timeout(180)]
 
 UNIT = {'vcpus': 1, 'memory_mb': 512, 'root_gb': 1}
 COMPUTES = {'c1': {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100},

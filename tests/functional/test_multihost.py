@@ -47,7 +47,7 @@ from tests.functional import build_helpers
 from tests.functional import db_fixtures
 from tests.functional import netns
 
-pytestmark = [pytest.mark.functional, pytest.mark.timeout(480)]
+pytestmark = [pytest.mark.functional, pytest.mark.both_backends, pytest.mark.timeout(480)]
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ADDRESSES = {'mq': '10.234.0.2', 'db': '10.234.0.3', 'ctl1': '10.234.0.11',

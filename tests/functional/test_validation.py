@@ -25,7 +25,7 @@ from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 from tests.functional import build_helpers
 
-pytestmark = [pytest.mark.functional, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.functional, pytest.mark.both_backends, pytest.mark.timeout(240)]
 
 ROWS = ('build_requests', 'request_specs', 'instance_mappings', 'instances', 'flavors',
         'flavor_extra_specs')

@@ -5,10 +5,12 @@ import os
 import shutil
 import tempfile
 import time
+from unittest import mock
 
 from benchmarks import __main__ as bench_main
 from benchmarks import common
 from benchmarks import pipeline
+from minisched import monkey_patch
 from tests.unit import base
 
 EXPECTED = ['pipeline p50 @200 hosts', 'pipeline p99 @200 hosts',
@@ -396,3 +398,39 @@ class TestBuildTrace(base.TestCase):
         self.assertIn('compute.update_available_resource', background)
         self.assertRegex(background, r'conductor\.report\s+cast\s')
         self.assertNotIn('conductor.report', text[:text.index('Background:')])
+
+
+class TestBackends(base.TestCase):
+    """``--backend``: the service benches once per backend, shown side by side."""
+
+    def test_backends_are_parsed_in_order_without_repeats(self):
+        args = bench_main._parser().parse_args(['--backend', 'eventlet, threading,eventlet'])
+        self.assertEqual(['eventlet', 'threading'], args.backend)
+        self.assertEqual(['threading'], bench_main._parser().parse_args([]).backend)
+
+    def test_an_unknown_backend_is_a_usage_error(self):
+        stderr = io.StringIO()
+        with mock.patch('sys.stderr', stderr), self.assertRaises(SystemExit) as exit_:
+            bench_main._parser().parse_args(['--backend', 'threading,asyncio'])
+        self.assertEqual(2, exit_.exception.code)
+        self.assertIn('unknown backend(s) asyncio', stderr.getvalue())
+
+    def test_each_service_bench_runs_once_per_backend_with_the_services_environment(self):
+        seen = []
+
+        def bench(out):
+            seen.append(os.environ.get(monkey_patch.ENV))
+            return [common.info('calls/s', 10.0 * len(seen))]
+
+        args = bench_main._parser().parse_args(['--backend', 'threading,eventlet',
+                                                '--skip', 'pipeline,refresh,memory,build,'
+                                                          'build-wide'])
+        with mock.patch.object(bench_main, '_plan', return_value=[('e2e', bench)]):
+            figures, failed = bench_main.run(args, out=lambda message: None)
+        self.assertFalse(failed)
+        self.assertEqual(['1', '0'], seen)
+        self.assertEqual(['calls/s [threading]', 'calls/s [eventlet]'],
+                         [f.figure for f in figures])
+        table = common.format_side_by_side(figures, args.backend)
+        self.assertEqual(['figure', 'threading', 'eventlet'], table.splitlines()[0].split())
+        self.assertEqual(['calls/s', '10', '20'], table.splitlines()[2].split())

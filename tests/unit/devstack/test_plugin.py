@@ -268,6 +268,7 @@ def test_post_config_writes_the_config_file(ds):
         'transport_url': TRANSPORT + 'minisched',
         'state_path': str(ds.state_path),
         'report_interval': '10',
+        'concurrency_backend': 'auto',
         'debug': 'True',
     }
     assert conf['database'] == {
@@ -280,6 +281,11 @@ def test_post_config_writes_the_config_file(ds):
     # Its own RabbitMQ vhost: topic queue names are shared by the whole vhost.
     assert calls(records, 'rpc_backend_add_vhost') == [('rpc_backend_add_vhost', 'minisched')]
     assert ds.conf_dir.is_dir() and ds.state_path.is_dir()
+
+
+def test_the_concurrency_backend_comes_from_local_conf(ds):
+    ds.run('stack install', 'stack post-config', MINISCHED_CONCURRENCY_BACKEND='eventlet')
+    assert ds.ini(ds.conf)['DEFAULT']['concurrency_backend'] == 'eventlet'
 
 
 def test_post_config_writes_one_config_per_compute(ds):
