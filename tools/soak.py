@@ -315,6 +315,11 @@ class Cluster:
             raise RuntimeError('manage %s: %s%s' % (args, result.stdout, result.stderr))
         return result.stdout
 
+    def threads(self):
+        """{service name: OS threads of its process and its workers}."""
+        return {name: sum(thread_count(pid) for pid in [proc.pid] + children(proc.pid))
+                for name, proc in self.procs.items()}
+
     def scheduler_pids(self):
         launcher = self.procs['scheduler'].pid
         return [launcher] + children(launcher)
@@ -344,6 +349,18 @@ def children(pid):
             if int(fields[1]) == pid and fields[0] != 'Z':
                 found.append(int(entry))
     return sorted(found)
+
+
+def thread_count(pid):
+    """The OS threads of process ``pid`` (0 when it is gone)."""
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('Threads:'):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def rss_mb(pid):
@@ -735,8 +752,15 @@ def main(argv=None):
     parser.add_argument('--conductor-admission', type=int, default=None, metavar='N',
                         help="[conductor] max_concurrent_schedule_and_build of the "
                              "conductors (default: the option's own default, 8).")
+    parser.add_argument('--backend', choices=('threading', 'eventlet'), default='threading',
+                        help='Concurrency backend of the services (default: threading, '
+                             'their own default; eventlet is deprecated).')
     parser.add_argument('--keep', action='store_true', help='Keep the work directory.')
     args = parser.parse_args(argv)
+    # The services inherit it; this process and its clients keep native threads.
+    from minisched import monkey_patch
+    monkey_patch.embed()
+    os.environ[monkey_patch.ENV] = '1' if args.backend == 'threading' else '0'
     if 'database' in args.faults and args.db == 'sqlite':
         parser.error('--faults database needs --db postgresql (SQLite has no server to cut)')
     # Stopped from outside (timeout, Ctrl-C): clean up the services, databases and vhost too.
@@ -858,7 +882,7 @@ def run(cluster, dbs, args, proxies=None):
     if args.faults:
         faults = Faults(cluster, args.faults, args.fault_every, args.outage, proxies)
         faults.start()
-    builds, deletes, errors, rss = [], [], [], []
+    builds, deletes, errors, rss, threads = [], [], [], [], []
     sent, accepted, refused = [0], set(), collections.Counter()
     started = time.monotonic()
     next_sample = 0.0
@@ -874,12 +898,13 @@ def run(cluster, dbs, args, proxies=None):
             pids = cluster.scheduler_pids()
             sample = [rss_mb(pid) for pid in pids]
             rss.append((now, sum(sample), sample))
+            threads.append((now, cluster.threads()))
             active = sum(1 for b in builds if b[1] == 'active')
             say('t=%4.0fs builds %d (active %d, error %d, timeout %d) deletes %d errors %d '
-                'scheduler RSS %.0f MB %s' % (
+                'scheduler RSS %.0f MB %s, threads %d' % (
                     now, len(builds), active, sum(1 for b in builds if b[1] == 'error'),
                     sum(1 for b in builds if b[1] == 'timeout'), len(deletes), len(errors),
-                    sum(sample), ['%.0f' % s for s in sample]))
+                    sum(sample), ['%.0f' % s for s in sample], sum(threads[-1][1].values())))
             next_sample += SAMPLE_SECONDS
         try:
             event = events.get(timeout=1)
@@ -922,11 +947,11 @@ def run(cluster, dbs, args, proxies=None):
     problems, checked = consistency(cluster, random.Random(0).sample(
         deleted, min(50, len(deleted))))
     return report(args, elapsed, builds, deletes, errors, rss, problems, checked,
-                  builds_report, faults)
+                  builds_report, faults, threads)
 
 
 def report(args, elapsed, builds, deletes, errors, rss, problems, checked, builds_report,
-           faults):
+           faults, threads=()):
     build_times = [b[0] for b in builds if b[1] == 'active']
     delete_times = [d[0] for d in deletes if d[1]]
     print('\n==== soak report: %d computes, %d clients, %.1f min of load ====' % (
@@ -945,6 +970,13 @@ def report(args, elapsed, builds, deletes, errors, rss, problems, checked, build
     print('scheduler RSS (launcher + workers, MB) over time:')
     for now, total, sample in rss[::max(1, len(rss) // 12)] + rss[-1:]:
         print('  t=%5.0fs  %7.1f  %s' % (now, total, ' '.join('%.0f' % s for s in sample)))
+    if threads:
+        names = sorted({name for _, counts in threads for name in counts})
+        print('OS threads (process + workers) over time, %s backend: total, then %s'
+              % (args.backend, ', '.join(names)))
+        for now, counts in list(threads[::max(1, len(threads) // 12)]) + list(threads[-1:]):
+            print('  t=%5.0fs  %5d  %s' % (now, sum(counts.values()), ' '.join(
+                '%d' % counts.get(name, 0) for name in names)))
     print('consistency: %s' % ', '.join('%s %d' % item for item in checked.items()))
     if problems:
         print('  %d PROBLEMS:' % len(problems))
