@@ -27,6 +27,7 @@ import futurist
 from oslo_context import context as common_context
 
 from minisched import monkey_patch
+from minisched import trace
 
 LOG = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ def spawn_on(conf, executor_type, func, *args, **kwargs):
     context of the calling thread, if any, becomes the worker's (for its log lines)."""
     executor = get_executor(conf, executor_type)
     current = common_context.get_current()
+    func = trace.carried(func)
 
     @functools.wraps(func)
     def in_context(*args, **kwargs):

@@ -274,14 +274,28 @@ def _start(thread):
     return _original_start(thread)
 
 
-def _run_inherited(parent, run):
+def carried(func):
+    """``func``, to run on a pool's thread, working for the record the calling thread works
+    for (as a thread that minisched code starts does): a compute's build on the LONG_TASK
+    pool counts for the ``build_and_run_instance`` that spawned it. ``func`` itself while
+    not tracing or outside every record."""
+    if not ENABLED:
+        return func
+    frame = _frames.get(_ident())
+    if frame is None:
+        return func
+    return functools.partial(_run_inherited, frame, func)
+
+
+def _run_inherited(parent, run, *args, **kwargs):
     record = _record('handled', (parent.cause, parent.label, 'thread'))
     previous = _switch_frame(_Frame(parent.cause, parent.label, record))
     started = time.perf_counter()
     failed = True
     try:
-        run()
+        result = run(*args, **kwargs)
         failed = False
+        return result
     finally:
         _switch_frame(previous)
         record.add(time.perf_counter() - started, failed)
