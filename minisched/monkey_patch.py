@@ -182,8 +182,9 @@ def backend():
 
 
 def log_choice(logger):
-    """Say which backend this process runs with: once per service start, after logging is
-    set up (the choice is made before it is)."""
+    """Say which backend this process runs with: once, when its services are launched
+    (after the start-up checks, whose failures are one line; the choice itself is made
+    before logging is set up)."""
     if backend() == 'eventlet':
         logger.info('Service is starting with the eventlet backend.')
         logger.warning('The eventlet concurrency backend is deprecated, as in Nova: run with '

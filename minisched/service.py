@@ -156,6 +156,7 @@ def serve(conf, server, workers=None):
     global _launcher
     if _launcher:
         raise RuntimeError('serve() can only be called once')
+    monkey_patch.log_choice(LOG)
     workers = workers or 1
     if workers == 1 and not monkey_patch.is_patched():
         _launcher = _NoForkLauncher()
@@ -185,6 +186,8 @@ def _run_here(conf, server):
     launcher does with ``restart_method='mutate'``, the mutable options are reloaded and the
     service reset (the scheduler reads its cells again), without a restart."""
     launcher = service.ProcessLauncher(conf, restart_method='mutate', no_fork=True)
+    if conf.log_options:  # as oslo.service's other launchers do at start
+        conf.log_opt_values(LOG, logging.DEBUG)
     try:
         launcher.launch_service(server)  # starts it, then waits for it
         return
@@ -209,6 +212,7 @@ def in_process_launcher(conf, services):
     process (``minisched-cluster`` on ``fake://``, the benchmarks' many computes in one
     process), with either backend; SIGTERM stops them all. ``launcher.wait()`` returns once
     they have stopped."""
+    monkey_patch.log_choice(LOG)
     launcher = service.Launcher(conf, restart_method='mutate')
     # A launcher's pool has 10 threads by default: the services after the tenth would never
     # start. One thread per service.

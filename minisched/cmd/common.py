@@ -9,7 +9,6 @@ from oslo_reports import opts as gmr_opts
 
 from minisched import config
 from minisched import exception
-from minisched import monkey_patch
 from minisched.db import engines
 from minisched import objects
 from minisched.objects import base as objects_base
@@ -25,7 +24,6 @@ def setup_service(argv=None):
     gmr_opts.set_defaults(CONF)
     config.parse_args(argv)
     logging.setup(CONF, 'minisched')
-    monkey_patch.log_choice(LOG)
     objects.register_all()
     engines.configure(CONF)
     gmr.TextGuruMeditation.setup_autorun(version, conf=CONF)

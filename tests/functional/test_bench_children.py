@@ -52,12 +52,24 @@ def _cmdlines(pids):
     return lines
 
 
+def _parent(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as stat:
+            return int(stat.read().rsplit(')', 1)[1].split()[1])
+    except OSError:
+        return None
+
+
 def _running_services_and_clients(tag):
-    """Whether the e2e bench is in full swing: the scheduler launcher and its two workers,
-    and a spawned client."""
-    lines = _cmdlines(_tagged(tag))
-    return (sum('minisched.cmd.scheduler' in line for line in lines) >= 3 and
-            any('multiprocessing' in line for line in lines))
+    """Whether the e2e bench is in full swing: the scheduler launcher and its two workers
+    (forked by the launcher, which may retitle them: found as its children), and a spawned
+    client."""
+    pids = _tagged(tag)
+    launchers = {pid for pid in pids if any('minisched.cmd.scheduler' in line
+                                            for line in _cmdlines([pid]))}
+    workers = [pid for pid in pids if _parent(pid) in launchers]
+    return (launchers and len(workers) >= 2 and
+            any('multiprocessing' in line for line in _cmdlines(pids)))
 
 
 def _wait(predicate, timeout, what):
