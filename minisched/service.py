@@ -216,7 +216,7 @@ def in_process_launcher(conf, services):
     launcher = service.Launcher(conf, restart_method='mutate')
     # A launcher's pool has 10 threads by default: the services after the tenth would never
     # start. One thread per service.
-    launcher.services.tg = threadgroup.ThreadGroup(thread_pool_size=len(services) + 1)
+    launcher.services.tg = threadgroup.ThreadGroup(len(services) + 1)  # either backend's
     for each in services:
         launcher.launch_service(each)
     signal.signal(signal.SIGTERM, lambda signum, frame: launcher.stop())

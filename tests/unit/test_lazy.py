@@ -2,6 +2,8 @@
 import subprocess
 import sys
 import textwrap
+import threading
+import types
 
 import pytest
 
@@ -61,3 +63,44 @@ def test_a_compute_starts_without_the_database_stack():
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             timeout=60, check=True)
     assert result.stdout.strip() == ''
+
+
+def test_threads_wait_for_the_module_to_be_complete(package):
+    # The code takes a while, with a name defined only at its end: a thread arriving while
+    # another runs it must not see the module half-executed.
+    (package / 'slow.py').write_text(textwrap.dedent('''\
+        import time
+        import lazypkg
+        lazypkg.RUNS.append(__name__)
+        time.sleep(0.3)
+        LAST = 'defined at the end'
+    '''))
+    import lazypkg
+    slow = lazy.module('lazypkg.slow')
+    seen, errors = [], []
+
+    def read():
+        try:
+            seen.append(slow.LAST)
+        except Exception as exc:  # AttributeError with importlib's LazyLoader on 3.11
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert errors == []
+    assert seen == ['defined at the end'] * 8
+    assert lazypkg.RUNS == ['lazypkg.slow']
+    assert type(slow) is types.ModuleType
+
+
+def test_the_module_sees_itself_while_its_code_runs(package):
+    # A circular import: code run by the first access reads the module being executed.
+    (package / 'circular.py').write_text(textwrap.dedent('''\
+        FIRST = 1
+        import lazypkg.circular as me
+        SECOND = me.FIRST + 1
+    '''))
+    assert lazy.module('lazypkg.circular').SECOND == 2
