@@ -18,6 +18,9 @@ with a one-line note.
 """
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +32,12 @@ COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
 #: Flavors the demo boots, cycled: (name, memory_mb, vcpus, root_gb).
 DEMO_FLAVORS = (('m1.small', 2048, 1, 20), ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80))
 SERVICES_FILE = 'cluster.json'
+#: The vhost the cluster made on the broker (deleted when it stops).
+VHOST_FILE = 'vhost.json'
+#: What to source for ``minisched-manage`` to reach the cluster.
+ENV_FILE = 'minisched.env'
+#: Files that mark a directory as a cluster's state directory (which ``purge`` may remove).
+STATE_MARKERS = ('minisched.conf', SERVICES_FILE, VHOST_FILE)
 #: Where the cluster's own RabbitMQ nodes keep their data, under the state directory.
 RABBIT_DIR = 'rabbit'
 #: ``[oslo_messaging_rabbit]`` of a cluster with its own RabbitMQ nodes: topic, reply and
@@ -41,9 +50,9 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
 
-def probe_rabbit(url, timeout=2.0):
-    """True when an AMQP broker accepts a connection at ``url`` (a rabbit:// URL; with
-    several hosts, ``rabbit://u:p@h1:5672,u:p@h2:5672/``, when any of them does)."""
+def pika_parameters(url, timeout=2.0):
+    """pika connection parameters for every host of a rabbit:// URL (``rabbit://u:p@h1:5672,
+    u:p@h2:5672/vhost``); a ``BlockingConnection`` given the list tries them in turn."""
     import pika
     scheme, _, rest = url.partition('://')
     netlocs, slash, path = rest.partition('/')
@@ -57,8 +66,19 @@ def probe_rabbit(url, timeout=2.0):
             host=parsed.hostname or '127.0.0.1', port=parsed.port or 5672,
             virtual_host=vhost, credentials=credentials, socket_timeout=timeout,
             blocked_connection_timeout=timeout, connection_attempts=1, stack_timeout=timeout))
+    return params
+
+
+class StateDirError(Exception):
+    """The state directory cannot be used as asked; the message says why."""
+
+
+def probe_rabbit(url, timeout=2.0):
+    """True when an AMQP broker accepts a connection at ``url`` (a rabbit:// URL; with
+    several hosts, when any of them does)."""
+    import pika
     try:
-        pika.BlockingConnection(params).close()
+        pika.BlockingConnection(pika_parameters(url, timeout)).close()
         return True
     except Exception:
         return False
@@ -168,6 +188,64 @@ class LocalCluster:
         self.manage('db', 'sync')
         self.manage('cell', 'simple_cell_setup')
 
+    # -- the state directory as a whole ------------------------------------------------------
+
+    def has_state(self):
+        """True when an earlier run left a config (hence databases) here."""
+        return os.path.exists(self.config_file)
+
+    def purge(self):
+        """Remove the state directory (its RabbitMQ nodes and vhost first); True if there was
+        one. Refuses a non-empty directory that holds no cluster state: it is not ours."""
+        if not os.path.isdir(self.state_dir) or not os.listdir(self.state_dir):
+            return False
+        if not any(os.path.exists(os.path.join(self.state_dir, name))
+                   for name in STATE_MARKERS):
+            raise StateDirError('%s is not empty and holds no minisched-cluster state (no %s): '
+                                'not removing it; choose another --state-dir'
+                                % (self.state_dir, ' or '.join(STATE_MARKERS)))
+        from minisched import rabbit_cluster
+        rabbit_cluster.stop_recorded(self.rabbit_dir)
+        self.delete_vhost()
+        shutil.rmtree(self.state_dir)
+        return True
+
+    def write_env_file(self):
+        """Write ``minisched.env``: source it and ``minisched-manage`` reaches this cluster."""
+        path = os.path.join(self.state_dir, ENV_FILE)
+        self._write(path, [
+            '# Source this file: minisched-manage then uses the cluster under %s.'
+            % self.state_dir,
+            'export MINISCHED_CONFIG_FILE=%s' % shlex.quote(self.config_file),
+            'alias minisched-manage=%s' % shlex.quote(
+                'minisched-manage --config-file %s' % shlex.quote(self.config_file))])
+        return path
+
+    def record_vhost(self, vhost):
+        self.make_state_dir()
+        with self.open_private(os.path.join(self.state_dir, VHOST_FILE)) as handle:
+            json.dump({'vhost': vhost, 'transport_url': _without_password(
+                self.transport_url or '')}, handle)
+
+    def recorded_vhost(self):
+        try:
+            with open(os.path.join(self.state_dir, VHOST_FILE)) as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return None
+
+    def delete_vhost(self):
+        """Delete the vhost this cluster made (if any); returns its name."""
+        from minisched import localcluster_broker as broker
+        record = self.recorded_vhost()
+        if not record:
+            return None
+        command = broker.rabbitmqctl_for(record['transport_url'] or 'rabbit://127.0.0.1/')
+        if command is not None:
+            broker.delete_vhost(command, record['vhost'], check=False)
+        os.unlink(os.path.join(self.state_dir, VHOST_FILE))
+        return record['vhost']
+
     # -- its own RabbitMQ -----------------------------------------------------------------
 
     @property
@@ -276,17 +354,74 @@ class LocalCluster:
                     name, proc.returncode, os.path.join(self.state_dir, name + '.log')))
 
     def _up_services(self):
+        up = set()
+        for svc, is_up in self._services():
+            if is_up:
+                up.add(_service_name(svc))
+        return up
+
+    def _services(self):
+        """``[(Service, up?)]`` from the database, as the servicegroup API judges them."""
         from minisched import context
         from minisched import objects
         from minisched import servicegroup
         from minisched.config import CONF
         group = servicegroup.API(CONF)
-        up = set()
-        for svc in objects.ServiceList.get_all(context.get_admin_context()):
-            if group.service_is_up(svc):
-                up.add(svc.binary.replace('minisched-', '') if svc.binary != 'minisched-compute'
-                       else svc.host)
-        return up
+        return [(svc, group.service_is_up(svc))
+                for svc in objects.ServiceList.get_all(context.get_admin_context())]
+
+    def service_rows(self):
+        """``[binary, host, up|down, last report, process]`` of every service recorded in the
+        database; the process column says whether the PID this tool started still runs."""
+        from oslo_utils import timeutils
+        pids = self.saved_pids()
+        rows = []
+        for svc, is_up in sorted(self._services(), key=lambda item: (item[0].binary,
+                                                                      item[0].host)):
+            name = _service_name(svc)
+            pid = pids.get(name)
+            if pid is None:
+                process = 'stopped'
+            elif _alive(pid):
+                process = 'running (pid %d)' % pid
+            else:
+                process = 'stopped (pid %d exited)' % pid
+            reported = svc.last_seen_up or svc.updated_at or svc.created_at
+            age = ('%d s ago' % timeutils.delta_seconds(reported.replace(tzinfo=None),
+                                                        timeutils.utcnow())
+                   if reported else 'never')
+            rows.append([svc.binary, svc.host, 'up' if is_up else 'down', age, process])
+        return rows
+
+    def retire_lost_instances(self):
+        """Set ERROR, with a fault, the instances an earlier run left on its fake computes,
+        and take them off their hosts; returns how many. Called before the services start:
+        every instance then in the databases is an earlier run's, and the fake driver keeps
+        none across a restart, so none of them runs anywhere."""
+        from minisched import context
+        from minisched.objects import cell_mapping
+        from minisched.objects import instance as instance_obj
+        from minisched.objects import instance_fault
+        ctxt = context.get_admin_context()
+        count = 0
+        for cell in cell_mapping.CellMappingList.get_all(ctxt):
+            if cell.is_cell0():
+                continue
+            with context.target_cell(ctxt, cell) as cctxt:
+                for inst in instance_obj.InstanceList.get_by_filters(cctxt, {'deleted': False}):
+                    if not inst.host:
+                        continue
+                    instance_fault.InstanceFault(
+                        cctxt, instance_uuid=inst.uuid, code=500, host=inst.host,
+                        message='Lost when its fake compute %s stopped (a fake compute '
+                                'keeps no instance across a restart)' % inst.host).create()
+                    inst.vm_state = instance_obj.ERROR
+                    inst.task_state = None
+                    inst.power_state = instance_obj.NOSTATE
+                    inst.host = inst.node = None
+                    inst.save()
+                    count += 1
+        return count
 
     def stop_processes(self, pids=None):
         pids = pids or {name: proc.pid for name, proc in self.procs.items()}
@@ -310,6 +445,11 @@ class LocalCluster:
         if os.path.exists(path):
             os.unlink(path)
 
+    def forget_pids(self):
+        path = os.path.join(self.state_dir, SERVICES_FILE)
+        if os.path.exists(path):
+            os.unlink(path)
+
     def running_services(self):
         """``{name: pid}`` of the services a detached ``up`` recorded that still run."""
         return {name: pid for name, pid in self.saved_pids().items() if _alive(pid)}
@@ -320,6 +460,17 @@ class LocalCluster:
             return {}
         with open(path) as handle:
             return json.load(handle)
+
+
+def _service_name(svc):
+    """The name this tool gives a service: its host for a compute, else its binary's."""
+    if svc.binary == 'minisched-compute':
+        return svc.host
+    return svc.binary.replace('minisched-', '')
+
+
+def _without_password(url):
+    return re.sub(r'(//|,)([^:@/,]*):[^@/,]*@', r'\1\2@', url)
 
 
 def _private_opener(path, flags):
