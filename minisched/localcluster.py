@@ -324,9 +324,16 @@ class LocalCluster:
             self._spawn(name, 'compute', self.compute_config(name))
         self._save_pids()
 
-    def _save_pids(self):
+    def _save_pids(self, pids=None):
+        pids = pids or {name: proc.pid for name, proc in self.procs.items()}
         with self.open_private(os.path.join(self.state_dir, SERVICES_FILE)) as handle:
-            json.dump({name: proc.pid for name, proc in self.procs.items()}, handle)
+            json.dump(pids, handle)
+
+    def record_in_process(self):
+        """Record this process as every service's (they run in it on fake://), so that
+        ``status`` and ``down`` from another shell see them."""
+        names = ['conductor', 'scheduler'] + self.compute_names()
+        self._save_pids({name: os.getpid() for name in names})
 
     def wait_until_up(self, timeout=90):
         """Poll the service records, printing which services are up and which wait."""
@@ -371,8 +378,9 @@ class LocalCluster:
                 for svc in objects.ServiceList.get_all(context.get_admin_context())]
 
     def service_rows(self):
-        """``[binary, host, up|down, last report, process]`` of every service recorded in the
-        database; the process column says whether the PID this tool started still runs."""
+        """``[binary, host, enabled|disabled, up|down, last report, process]`` of every
+        service recorded in the database; the process column says whether the PID this tool
+        started still runs."""
         from oslo_utils import timeutils
         pids = self.saved_pids()
         rows = []
@@ -390,7 +398,8 @@ class LocalCluster:
             age = ('%d s ago' % timeutils.delta_seconds(reported.replace(tzinfo=None),
                                                         timeutils.utcnow())
                    if reported else 'never')
-            rows.append([svc.binary, svc.host, 'up' if is_up else 'down', age, process])
+            rows.append([svc.binary, svc.host, 'disabled' if svc.disabled else 'enabled',
+                         'up' if is_up else 'down', age, process])
         return rows
 
     def retire_lost_instances(self):

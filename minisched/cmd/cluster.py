@@ -129,6 +129,8 @@ def main(argv=None):
     except (RuntimeError, localcluster.StateDirError) as exc:
         sys.stderr.write('minisched-cluster: error: %s\n' % exc)
         _stop_all(cluster)
+        if temporary:
+            cluster.say('Config, databases and logs are in %s.' % cluster.state_dir)
         return 1
 
 
@@ -240,6 +242,7 @@ def _start(cluster, fake):
     cluster.say('Starting conductor, scheduler and %d compute(s)...' % cluster.computes)
     if fake:
         launcher = _start_in_process(conf, cluster)
+        cluster.record_in_process()
     else:
         launcher = None
         cluster.start_processes()
@@ -277,6 +280,7 @@ def _stop(cluster, launcher):
     cluster.say('Stopping the cluster...')
     if launcher is not None:
         launcher.stop()
+        cluster.forget_pids()
     else:
         cluster.stop_processes()
     if cluster.rabbit is not None:
@@ -328,11 +332,11 @@ def _status(cluster):
     _setup_process_config(cluster, init_rpc=False)
     from minisched.cmd import manage
     rows = cluster.service_rows()
-    manage.print_table(['Binary', 'Host', 'Database', 'Last report', 'Process'], rows,
+    manage.print_table(['Binary', 'Host', 'Status', 'State', 'Last report', 'Process'], rows,
                        out=sys.stdout)
-    if any(row[2] == 'up' and row[4].startswith('stopped') for row in rows):
-        cluster.say('"up" in the database lasts until service_down_time passes without a '
-                    'report; the Process column is what runs now.')
+    if any(row[3] == 'up' and row[5].startswith('stopped') for row in rows):
+        cluster.say('State "up" (from the database) lasts until service_down_time passes '
+                    'without a report; the Process column is what runs now.')
     for line in cluster.rabbit_status():
         cluster.say(line)
     return 0

@@ -97,8 +97,8 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
 
         status = _cluster_cmd('status', '--state-dir', str(state))
         assert status.returncode == 0, status.stderr
-        assert len(re.findall(r'\| up +\| .*\| running \(pid \d+\) +\|$', status.stdout,
-                              re.MULTILINE)) == 4, status.stdout
+        assert len(re.findall(r'\| enabled \| up +\| .*\| running \(pid \d+\) +\|$',
+                              status.stdout, re.MULTILINE)) == 4, status.stdout
 
         _manage(state, 'flavor', 'create', 'tiny', '--ram', '512', '--vcpus', '1',
                 '--disk', '1')
