@@ -23,6 +23,8 @@ DEFAULT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
 #: The broker a cluster makes its vhost on when no --transport-url is given.
 BROKER_ENV = 'MINISCHED_TRANSPORT_URL'
 DEFAULT_STATE_DIR = 'minisched-cluster'
+#: This command's own log, in the state directory (in-process services log to theirs).
+TOOL_LOG = 'minisched-cluster.log'
 
 
 def _add_common(parser, suppress):
@@ -224,6 +226,10 @@ def _setup_process_config(cluster, init_rpc=True):
     from oslo_log import log as logging
     config.parse_args(['minisched-cluster', '--config-file', cluster.config_file],
                       init_rpc=init_rpc)
+    if not config.CONF.log_file:
+        # Its log records (the demo's filters warn that they are deprecated, say) go to a
+        # file too: the console is for what this command says.
+        config.CONF.set_override('log_file', os.path.join(cluster.state_dir, TOOL_LOG))
     logging.setup(config.CONF, 'minisched')
     objects.register_all()
     engines.configure(config.CONF)

@@ -26,12 +26,17 @@ Ranking = collections.namedtuple('Ranking', 'counts weighed')
 
 
 def scheduler_summary(conf):
-    """One line: the enabled filters and the weighers with their multipliers."""
+    """One line: the enabled filters, and the weighers with their multipliers (those at 0,
+    which change nothing, apart)."""
     manager = host_manager.HostManager(conf)
-    weighers = ', '.join('%s x%g' % (type(w).__name__, w.weight_multiplier(_NO_AGGREGATE))
-                         for w in manager.weighers)
-    return 'Scheduler: filters %s; weighers %s (weight = sum of multiplier x normalised ' \
-           'value).' % (', '.join(type(f).__name__ for f in manager.enabled_filters), weighers)
+    multipliers = [(type(w).__name__, w.weight_multiplier(_NO_AGGREGATE))
+                   for w in manager.weighers]
+    used = ', '.join('%s x%g' % item for item in multipliers if item[1])
+    idle = [name for name, multiplier in multipliers if not multiplier]
+    return 'Scheduler: filters %s; weighers %s%s (a host\'s weight: the sum of multiplier x ' \
+           'value normalised over the hosts).' % (
+               ', '.join(type(f).__name__ for f in manager.enabled_filters), used or 'none',
+               '; at x0: %s' % ', '.join(idle) if idle else '')
 
 
 def rank(conf, ctxt, flavor):

@@ -160,3 +160,13 @@ def test_busy_queues_are_named_with_what_to_do(tmp_path, monkeypatch):
     assert '--transport-url rabbit://u:****@127.0.0.1:5672/NAME' in message
     monkeypatch.setattr(broker, 'busy_queues', lambda url, queues: {})
     cluster_cmd._refuse_busy_queues(cluster, url, explicit=False)  # nothing in use: fine
+
+
+def test_a_cluster_in_this_process_is_recorded_as_running_here(tmp_path):
+    cluster = _cluster(tmp_path / 'state')
+    cluster.make_state_dir()
+    cluster.record_in_process()
+    assert cluster.running_services() == {name: os.getpid() for name in (
+        'conductor', 'scheduler', 'compute1', 'compute2')}
+    cluster.forget_pids()
+    assert cluster.running_services() == {}
