@@ -11,6 +11,14 @@ every service gets a transport URL naming all of them with quorum queues on (the
 :data:`QUORUM_OPTIONS`, those the README describes). ``down`` stops the nodes and removes
 their data.
 
+On a broker of the user's the cluster runs on a vhost of its own (``minisched-cluster`` makes
+it, see :mod:`minisched.localcluster_broker`, and records it in ``vhost.json`` for ``down``).
+The state directory keeps the config, databases, logs and those records between runs:
+``purge`` removes it (only a directory holding such state), ``retire_lost_instances`` marks
+the instances an earlier run left as lost, ``write_env_file`` writes what to source for
+``minisched-manage``, and ``service_rows`` tells the database's view of each service beside
+whether its process runs.
+
 The config holds the broker's password, so the state directory is made 0700 and every file
 written into it 0600, from their creation (``os.open`` with the mode: no moment when another
 user could read them). An existing directory or file with looser permissions is tightened,

@@ -40,7 +40,9 @@ def _add_common(parser, suppress):
         help='RabbitMQ to run on, used as given (vhost included); the cluster refuses to '
              'start while its topic queues there have consumers. Default: a new vhost, '
              'made with rabbitmqctl and deleted when the cluster stops, on the broker of '
-             '$%s (else %s)' % (BROKER_ENV, DEFAULT_URL))
+             '$%s (else %s); where rabbitmqctl cannot make one, that URL as given, with the '
+             'same check. No broker answering: all services in this process on fake://'
+             % (BROKER_ENV, DEFAULT_URL))
     parser.add_argument('--computes', type=int, default=default(3), metavar='N',
                         help='number of fake computes, of mixed sizes (default: 3)')
     parser.add_argument('--rabbit-nodes', type=int, default=default(0), metavar='N',
@@ -163,6 +165,10 @@ def _choose_broker(cluster, args, detach):
         cluster.say('Using the cluster\'s %d RabbitMQ nodes, with quorum queues.'
                     % args.rabbit_nodes)
         return False
+    stale = cluster.delete_vhost()  # left by a run that ended without stopping (killed)
+    if stale:
+        cluster.say('Deleted the vhost %s an earlier run of this state directory left.'
+                    % stale)
     explicit = args.transport_url is not None
     url = args.transport_url or os.environ.get(BROKER_ENV) or DEFAULT_URL
     if not localcluster.probe_rabbit(url):

@@ -84,6 +84,9 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
         assert ('Operate it with: minisched-manage --config-file %s service list'
                 % (state / 'minisched.conf')) in up.stdout
         assert (state / 'minisched.env').exists()
+        # A transport URL given is used as given: no vhost of the tool's own.
+        assert 'transport_url = %s\n' % transport_url in (state / 'minisched.conf').read_text()
+        assert 'of its own' not in up.stdout
 
         # A second cluster on the same vhost would share its queues: refused, named.
         other = _cluster_cmd('demo', '--state-dir', str(tmp_path / 'second'),

@@ -170,3 +170,13 @@ def test_a_cluster_in_this_process_is_recorded_as_running_here(tmp_path):
         'conductor', 'scheduler', 'compute1', 'compute2')}
     cluster.forget_pids()
     assert cluster.running_services() == {}
+
+
+def test_a_recorded_vhost_is_forgotten_once_deleted(tmp_path):
+    cluster = _cluster(tmp_path / 'state')
+    assert cluster.delete_vhost() is None  # none recorded
+    cluster.transport_url = 'rabbit://u:p@192.0.2.1:5672/'  # no rabbitmqctl reaches it
+    cluster.record_vhost('minisched-cluster-old')
+    assert cluster.delete_vhost() == 'minisched-cluster-old'
+    assert cluster.recorded_vhost() is None
+    assert not os.path.exists(os.path.join(cluster.state_dir, localcluster.VHOST_FILE))
