@@ -22,7 +22,10 @@ BUILD_EVENT = 'compute_build_and_run_instance'
 #: A host in no aggregate: the configured multipliers, none overridden.
 _NO_AGGREGATE = types.SimpleNamespace(aggregates=())
 
-Ranking = collections.namedtuple('Ranking', 'counts weighed')
+#: ``counts``: ``[(filter, hosts in, hosts out)]``; ``weighed``: ``[(host, weight)]`` best
+#: first; ``lead``: ``(weigher, margin)``, the weigher that put the first host furthest ahead
+#: of the runner-up, or None.
+Ranking = collections.namedtuple('Ranking', 'counts weighed lead', defaults=(None,))
 
 
 def scheduler_summary(conf):
@@ -50,8 +53,25 @@ def rank(conf, ctxt, flavor):
         conf.scheduler_json_config_location).get_configuration()
     states = manager.get_host_states(manager.candidate_rows(spec))
     result = manager.filter_handler.run(manager.enabled_filters, states, spec)
-    weighed = manager.get_weighed_hosts(result.survivors, spec)
-    return Ranking(result.counts, [(w.obj.host, w.weight) for w in weighed])
+    weighed = [(w.obj.host, w.weight)
+               for w in manager.get_weighed_hosts(result.survivors, spec)]
+    return Ranking(result.counts, weighed, _lead(manager, result.survivors, spec, weighed))
+
+
+def _lead(manager, hosts, spec, weighed):
+    """The weigher whose part of the weight sets the first host furthest ahead of the
+    second: each weigher's part is the handler's weighing with that weigher alone (a host's
+    weight is the sum of those parts)."""
+    if len(weighed) < 2:
+        return None
+    (first, _), (second, _) = weighed[:2]
+    margins = []
+    for weigher in manager.weighers:
+        part = {w.obj.host: w.weight for w in manager.weight_handler.get_weighed_objects(
+            [weigher], hosts, spec)}
+        margins.append((part[first] - part[second], type(weigher).__name__))
+    margin, name = max(margins)
+    return (name, margin) if margin > 0 else None
 
 
 def placement_line(name, flavor_name, ranking, landed, moved_from=()):
@@ -80,6 +100,8 @@ def placement_line(name, flavor_name, ranking, landed, moved_from=()):
                       'other host states)' % (landed_text, first_text))
     if len(ranking.weighed) > 1:
         choice += '; runner-up %s (%.3f)' % ranking.weighed[1]
+        if ranking.lead:
+            choice += ', %s put the first ahead most (+%.3f)' % ranking.lead
     else:
         choice += '; no runner-up'
     return '%-8s %-9s -> %s; %s' % (name, flavor_name, choice, filters)

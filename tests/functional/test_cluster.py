@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.functional, pytest.mark.timeout(480)]
 
 #: ``demo-01  m1.small  -> compute3 (weight 1.000); runner-up compute2 (0.500); ...``
 PLACEMENT = re.compile(r'^  (demo-\d+) +\S+ +-> (compute\d) \(weight -?\d+\.\d{3}\).*; '
-                       r'(?:runner-up compute\d \(-?\d+\.\d{3}\)|no runner-up); .+$',
+                       r'(?:runner-up compute\d \(-?\d+\.\d{3}\)[^;]*|no runner-up); .+$',
                        re.MULTILINE)
 
 
@@ -54,6 +54,8 @@ def test_demo_on_rabbitmq_boots_and_stops(tmp_path, transport_url):
     # Why: each placement names the host it landed on (the table's), its weight, the
     # runner-up; the usage names the allocation ratios behind the limits.
     assert dict(PLACEMENT.findall(result.stdout)) == landed, result.stdout
+    assert re.search(r'runner-up compute\d \(-?\d+\.\d{3}\), \w+Weigher put the first '
+                     r'ahead most \(\+\d+\.\d{3}\)', result.stdout), result.stdout
     assert re.search(r'^Scheduler: filters .*RamFilter.*; weighers .*RAMWeigher x1[,; ]',
                      result.stdout, re.MULTILINE), result.stdout
     assert re.search(r'^\| compute1 +\| \d+/4 \(x16 = 64\) +\| \d+/8192 \(x1\.5 = 12288\) ',

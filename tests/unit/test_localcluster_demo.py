@@ -32,6 +32,13 @@ def test_a_reschedule_and_a_failure_are_told_apart_from_a_different_view():
         'compute2 (0.750); RamFilter removed 1 of 3')
 
 
+def test_the_weigher_that_put_the_first_host_ahead_most_is_named():
+    ranking = RANKING._replace(lead=('RAMWeigher', 0.5))
+    assert demo_why.placement_line('demo-01', 'm1.small', ranking, 'compute3') == (
+        'demo-01  m1.small  -> compute3 (weight 1.500); runner-up compute2 (0.750), '
+        'RAMWeigher put the first ahead most (+0.500); RamFilter removed 1 of 3')
+
+
 def test_no_host_left_and_a_lone_host():
     empty = demo_why.Ranking([('RamFilter', 3, 0)], [])
     assert demo_why.placement_line('demo-05', 'm1.large', empty, None) == (
