@@ -31,9 +31,11 @@ LOG_TAIL_LINES = 40
 #: What a node logs once its application runs and its listeners accept.
 STARTED_LINE = 'Server startup complete'
 #: Seconds :func:`running` waits for the command line of a process still in ``execve``.
-EXEC_WAIT = 1.0
-#: ``/proc/PID/stat`` flag of a kernel thread (whose command line is always empty).
+EXEC_WAIT = 5.0
+#: ``/proc/PID/stat`` flags: a kernel thread (whose command line is always empty), a process
+#: on its way out (whose command line is gone with its memory).
 _PF_KTHREAD = 0x00200000
+_PF_EXITING = 0x00000004
 
 #: A node's rabbitmq.conf: AMQP on one address, the whole log on its standard output.
 _CONFIG = '''\
@@ -384,7 +386,7 @@ def running(pid, program):
         except (OSError, IndexError):
             return False
         state, flags = fields[0], int(fields[6])
-        if state == 'Z' or flags & _PF_KTHREAD:
+        if state == 'Z' or flags & (_PF_KTHREAD | _PF_EXITING):
             return False
         if cmdline or time.monotonic() >= deadline:
             return program.encode() in cmdline
