@@ -14,10 +14,9 @@ their data.
 On a broker of the user's the cluster runs on a vhost of its own (``minisched-cluster`` makes
 it, see :mod:`minisched.localcluster_broker`, and records it in ``vhost.json`` for ``down``).
 The state directory keeps the config, databases, logs and those records between runs:
-``purge`` removes it (only a directory holding such state), ``retire_lost_instances`` marks
-the instances an earlier run left as lost, ``write_env_file`` writes what to source for
-``minisched-manage``, and ``service_rows`` tells the database's view of each service beside
-whether its process runs.
+``purge`` removes it (only a directory holding such state) and ``write_env_file`` writes what
+to source for ``minisched-manage``; what the cluster reads from and writes to its databases
+is in :mod:`minisched.localcluster_records`.
 
 The config holds the broker's password, so the state directory is made 0700 and every file
 written into it 0600, from their creation (``os.open`` with the mode: no moment when another
@@ -369,76 +368,20 @@ class LocalCluster:
                     name, proc.returncode, os.path.join(self.state_dir, name + '.log')))
 
     def _up_services(self):
-        up = set()
-        for svc, is_up in self._services():
-            if is_up:
-                up.add(_service_name(svc))
-        return up
-
-    def _services(self):
-        """``[(Service, up?)]`` from the database, as the servicegroup API judges them."""
-        from minisched import context
-        from minisched import objects
-        from minisched import servicegroup
-        from minisched.config import CONF
-        group = servicegroup.API(CONF)
-        return [(svc, group.service_is_up(svc))
-                for svc in objects.ServiceList.get_all(context.get_admin_context())]
+        from minisched import localcluster_records
+        return {localcluster_records.service_name(svc)
+                for svc, is_up in localcluster_records.services() if is_up}
 
     def service_rows(self):
-        """``[binary, host, enabled|disabled, up|down, last report, process]`` of every
-        service recorded in the database; the process column says whether the PID this tool
-        started still runs."""
-        from oslo_utils import timeutils
-        pids = self.saved_pids()
-        rows = []
-        for svc, is_up in sorted(self._services(), key=lambda item: (item[0].binary,
-                                                                      item[0].host)):
-            name = _service_name(svc)
-            pid = pids.get(name)
-            if pid is None:
-                process = 'stopped'
-            elif _alive(pid):
-                process = 'running (pid %d)' % pid
-            else:
-                process = 'stopped (pid %d exited)' % pid
-            reported = svc.last_seen_up or svc.updated_at or svc.created_at
-            age = ('%d s ago' % timeutils.delta_seconds(reported.replace(tzinfo=None),
-                                                        timeutils.utcnow())
-                   if reported else 'never')
-            rows.append([svc.binary, svc.host, 'disabled' if svc.disabled else 'enabled',
-                         'up' if is_up else 'down', age, process])
-        return rows
+        """See :func:`minisched.localcluster_records.service_rows` (with this cluster's
+        recorded PIDs)."""
+        from minisched import localcluster_records
+        return localcluster_records.service_rows(self.saved_pids(), _alive)
 
     def retire_lost_instances(self):
-        """Set ERROR, with a fault, the instances an earlier run left on its fake computes,
-        and take them off their hosts; returns how many. Called before the services start:
-        every instance then in the databases is an earlier run's, and the fake driver keeps
-        none across a restart, so none of them runs anywhere."""
-        from minisched import context
-        from minisched.objects import cell_mapping
-        from minisched.objects import instance as instance_obj
-        from minisched.objects import instance_fault
-        ctxt = context.get_admin_context()
-        count = 0
-        for cell in cell_mapping.CellMappingList.get_all(ctxt):
-            if cell.is_cell0():
-                continue
-            with context.target_cell(ctxt, cell) as cctxt:
-                for inst in instance_obj.InstanceList.get_by_filters(cctxt, {'deleted': False}):
-                    if not inst.host:
-                        continue
-                    instance_fault.InstanceFault(
-                        cctxt, instance_uuid=inst.uuid, code=500, host=inst.host,
-                        message='Lost when its fake compute %s stopped (a fake compute '
-                                'keeps no instance across a restart)' % inst.host).create()
-                    inst.vm_state = instance_obj.ERROR
-                    inst.task_state = None
-                    inst.power_state = instance_obj.NOSTATE
-                    inst.host = inst.node = None
-                    inst.save()
-                    count += 1
-        return count
+        """See :func:`minisched.localcluster_records.retire_lost_instances`."""
+        from minisched import localcluster_records
+        return localcluster_records.retire_lost_instances()
 
     def stop_processes(self, pids=None):
         pids = pids or {name: proc.pid for name, proc in self.procs.items()}
@@ -477,13 +420,6 @@ class LocalCluster:
             return {}
         with open(path) as handle:
             return json.load(handle)
-
-
-def _service_name(svc):
-    """The name this tool gives a service: its host for a compute, else its binary's."""
-    if svc.binary == 'minisched-compute':
-        return svc.host
-    return svc.binary.replace('minisched-', '')
 
 
 def _without_password(url):
