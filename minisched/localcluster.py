@@ -11,6 +11,13 @@ every service gets a transport URL naming all of them with quorum queues on (the
 :data:`QUORUM_OPTIONS`, those the README describes). ``down`` stops the nodes and removes
 their data.
 
+On a broker of the user's the cluster runs on a vhost of its own (``minisched-cluster`` makes
+it, see :mod:`minisched.localcluster_broker`, and records it in ``vhost.json`` for ``down``).
+The state directory keeps the config, databases, logs and those records between runs:
+``purge`` removes it (only a directory holding such state) and ``write_env_file`` writes what
+to source for ``minisched-manage``; what the cluster reads from and writes to its databases
+is in :mod:`minisched.localcluster_records`.
+
 The config holds the broker's password, so the state directory is made 0700 and every file
 written into it 0600, from their creation (``os.open`` with the mode: no moment when another
 user could read them). An existing directory or file with looser permissions is tightened,
@@ -18,6 +25,9 @@ with a one-line note.
 """
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +39,12 @@ COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
 #: Flavors the demo boots, cycled: (name, memory_mb, vcpus, root_gb).
 DEMO_FLAVORS = (('m1.small', 2048, 1, 20), ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80))
 SERVICES_FILE = 'cluster.json'
+#: The vhost the cluster made on the broker (deleted when it stops).
+VHOST_FILE = 'vhost.json'
+#: What to source for ``minisched-manage`` to reach the cluster.
+ENV_FILE = 'minisched.env'
+#: Files that mark a directory as a cluster's state directory (which ``purge`` may remove).
+STATE_MARKERS = ('minisched.conf', SERVICES_FILE, VHOST_FILE)
 #: Where the cluster's own RabbitMQ nodes keep their data, under the state directory.
 RABBIT_DIR = 'rabbit'
 #: ``[oslo_messaging_rabbit]`` of a cluster with its own RabbitMQ nodes: topic, reply and
@@ -41,9 +57,9 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
 
-def probe_rabbit(url, timeout=2.0):
-    """True when an AMQP broker accepts a connection at ``url`` (a rabbit:// URL; with
-    several hosts, ``rabbit://u:p@h1:5672,u:p@h2:5672/``, when any of them does)."""
+def pika_parameters(url, timeout=2.0):
+    """pika connection parameters for every host of a rabbit:// URL (``rabbit://u:p@h1:5672,
+    u:p@h2:5672/vhost``); a ``BlockingConnection`` given the list tries them in turn."""
     import pika
     scheme, _, rest = url.partition('://')
     netlocs, slash, path = rest.partition('/')
@@ -57,8 +73,19 @@ def probe_rabbit(url, timeout=2.0):
             host=parsed.hostname or '127.0.0.1', port=parsed.port or 5672,
             virtual_host=vhost, credentials=credentials, socket_timeout=timeout,
             blocked_connection_timeout=timeout, connection_attempts=1, stack_timeout=timeout))
+    return params
+
+
+class StateDirError(Exception):
+    """The state directory cannot be used as asked; the message says why."""
+
+
+def probe_rabbit(url, timeout=2.0):
+    """True when an AMQP broker accepts a connection at ``url`` (a rabbit:// URL; with
+    several hosts, when any of them does)."""
+    import pika
     try:
-        pika.BlockingConnection(params).close()
+        pika.BlockingConnection(pika_parameters(url, timeout)).close()
         return True
     except Exception:
         return False
@@ -168,6 +195,64 @@ class LocalCluster:
         self.manage('db', 'sync')
         self.manage('cell', 'simple_cell_setup')
 
+    # -- the state directory as a whole ------------------------------------------------------
+
+    def has_state(self):
+        """True when an earlier run left a config (hence databases) here."""
+        return os.path.exists(self.config_file)
+
+    def purge(self):
+        """Remove the state directory (its RabbitMQ nodes and vhost first); True if there was
+        one. Refuses a non-empty directory that holds no cluster state: it is not ours."""
+        if not os.path.isdir(self.state_dir) or not os.listdir(self.state_dir):
+            return False
+        if not any(os.path.exists(os.path.join(self.state_dir, name))
+                   for name in STATE_MARKERS):
+            raise StateDirError('%s is not empty and holds no minisched-cluster state (no %s): '
+                                'not removing it; choose another --state-dir'
+                                % (self.state_dir, ' or '.join(STATE_MARKERS)))
+        from minisched import rabbit_cluster
+        rabbit_cluster.stop_recorded(self.rabbit_dir)
+        self.delete_vhost()
+        shutil.rmtree(self.state_dir)
+        return True
+
+    def write_env_file(self):
+        """Write ``minisched.env``: source it and ``minisched-manage`` reaches this cluster."""
+        path = os.path.join(self.state_dir, ENV_FILE)
+        self._write(path, [
+            '# Source this file: minisched-manage then uses the cluster under %s.'
+            % self.state_dir,
+            'export MINISCHED_CONFIG_FILE=%s' % shlex.quote(self.config_file),
+            'alias minisched-manage=%s' % shlex.quote(
+                'minisched-manage --config-file %s' % shlex.quote(self.config_file))])
+        return path
+
+    def record_vhost(self, vhost):
+        self.make_state_dir()
+        with self.open_private(os.path.join(self.state_dir, VHOST_FILE)) as handle:
+            json.dump({'vhost': vhost, 'transport_url': _without_password(
+                self.transport_url or '')}, handle)
+
+    def recorded_vhost(self):
+        try:
+            with open(os.path.join(self.state_dir, VHOST_FILE)) as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return None
+
+    def delete_vhost(self):
+        """Delete the vhost this cluster made (if any); returns its name."""
+        from minisched import localcluster_broker as broker
+        record = self.recorded_vhost()
+        if not record:
+            return None
+        command = broker.rabbitmqctl_for(record['transport_url'] or 'rabbit://127.0.0.1/')
+        if command is not None:
+            broker.delete_vhost(command, record['vhost'], check=False)
+        os.unlink(os.path.join(self.state_dir, VHOST_FILE))
+        return record['vhost']
+
     # -- its own RabbitMQ -----------------------------------------------------------------
 
     @property
@@ -246,9 +331,16 @@ class LocalCluster:
             self._spawn(name, 'compute', self.compute_config(name))
         self._save_pids()
 
-    def _save_pids(self):
+    def _save_pids(self, pids=None):
+        pids = pids or {name: proc.pid for name, proc in self.procs.items()}
         with self.open_private(os.path.join(self.state_dir, SERVICES_FILE)) as handle:
-            json.dump({name: proc.pid for name, proc in self.procs.items()}, handle)
+            json.dump(pids, handle)
+
+    def record_in_process(self):
+        """Record this process as every service's (they run in it on fake://), so that
+        ``status`` and ``down`` from another shell see them."""
+        names = ['conductor', 'scheduler'] + self.compute_names()
+        self._save_pids({name: os.getpid() for name in names})
 
     def wait_until_up(self, timeout=90):
         """Poll the service records, printing which services are up and which wait."""
@@ -276,17 +368,20 @@ class LocalCluster:
                     name, proc.returncode, os.path.join(self.state_dir, name + '.log')))
 
     def _up_services(self):
-        from minisched import context
-        from minisched import objects
-        from minisched import servicegroup
-        from minisched.config import CONF
-        group = servicegroup.API(CONF)
-        up = set()
-        for svc in objects.ServiceList.get_all(context.get_admin_context()):
-            if group.service_is_up(svc):
-                up.add(svc.binary.replace('minisched-', '') if svc.binary != 'minisched-compute'
-                       else svc.host)
-        return up
+        from minisched import localcluster_records
+        return {localcluster_records.service_name(svc)
+                for svc, is_up in localcluster_records.services() if is_up}
+
+    def service_rows(self):
+        """See :func:`minisched.localcluster_records.service_rows` (with this cluster's
+        recorded PIDs)."""
+        from minisched import localcluster_records
+        return localcluster_records.service_rows(self.saved_pids(), _alive)
+
+    def retire_lost_instances(self):
+        """See :func:`minisched.localcluster_records.retire_lost_instances`."""
+        from minisched import localcluster_records
+        return localcluster_records.retire_lost_instances()
 
     def stop_processes(self, pids=None):
         pids = pids or {name: proc.pid for name, proc in self.procs.items()}
@@ -310,6 +405,11 @@ class LocalCluster:
         if os.path.exists(path):
             os.unlink(path)
 
+    def forget_pids(self):
+        path = os.path.join(self.state_dir, SERVICES_FILE)
+        if os.path.exists(path):
+            os.unlink(path)
+
     def running_services(self):
         """``{name: pid}`` of the services a detached ``up`` recorded that still run."""
         return {name: pid for name, pid in self.saved_pids().items() if _alive(pid)}
@@ -320,6 +420,10 @@ class LocalCluster:
             return {}
         with open(path) as handle:
             return json.load(handle)
+
+
+def _without_password(url):
+    return re.sub(r'(//|,)([^:@/,]*):[^@/,]*@', r'\1\2@', url)
 
 
 def _private_opener(path, flags):

@@ -30,6 +30,12 @@ CTL_TIMEOUT = 60
 LOG_TAIL_LINES = 40
 #: What a node logs once its application runs and its listeners accept.
 STARTED_LINE = 'Server startup complete'
+#: Seconds :func:`running` waits for the command line of a process still in ``execve``.
+EXEC_WAIT = 5.0
+#: ``/proc/PID/stat`` flags: a kernel thread (whose command line is always empty), a process
+#: on its way out (whose command line is gone with its memory).
+_PF_KTHREAD = 0x00200000
+_PF_EXITING = 0x00000004
 
 #: A node's rabbitmq.conf: AMQP on one address, the whole log on its standard output.
 _CONFIG = '''\
@@ -363,15 +369,28 @@ def _accepts(host, port):
 
 
 def running(pid, program):
-    """True while ``pid`` runs and its command line names ``program``."""
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as stream:
-            cmdline = stream.read()
-        with open('/proc/%d/stat' % pid) as stream:
-            state = stream.read().rsplit(')', 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != 'Z' and program.encode() in cmdline
+    """True while ``pid`` runs and its command line names ``program``.
+
+    A process that is still inside ``execve`` has an empty command line: the kernel resumes
+    the parent of a ``vfork`` (which ``subprocess.Popen`` uses) once the new program's memory
+    is mapped, before its arguments are set up. Its command line is read again until it is
+    there (up to :data:`EXEC_WAIT` s), rather than taken for another program's.
+    """
+    deadline = time.monotonic() + EXEC_WAIT
+    while True:
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as stream:
+                cmdline = stream.read()
+            with open('/proc/%d/stat' % pid) as stream:
+                fields = stream.read().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            return False
+        state, flags = fields[0], int(fields[6])
+        if state == 'Z' or flags & (_PF_KTHREAD | _PF_EXITING):
+            return False
+        if cmdline or time.monotonic() >= deadline:
+            return program.encode() in cmdline
+        time.sleep(0.005)
 
 
 def _size(path):

@@ -2,6 +2,7 @@
 import collections
 import time
 
+from minisched.cmd import demo_why
 from minisched.cmd import manage
 from minisched.compute import api as compute_api
 from minisched import context
@@ -29,43 +30,52 @@ def _flavors(ctxt):
 
 
 def run(conf, say, count, timeout=120):
-    """Boot ``count`` instances, wait for them, print placement and usage; True if all ACTIVE."""
+    """Boot ``count`` instances one at a time, saying for each where it landed and why, then
+    the reschedules, failures and each host's usage; True if all ended ACTIVE."""
     ctxt = context.RequestContext(user_id='demo', project_id='demo', is_admin=True)
     api = compute_api.API(conf)
     flavors = _flavors(ctxt)
-    say('Booting %d instance(s) of flavors %s...' % (
-        count, ', '.join(f.name for f in flavors)))
-    uuids = []
+    say(demo_why.scheduler_summary(conf))
+    say('Booting %d instance(s) of flavors %s, one at a time; for each: the host it landed '
+        'on and its weight, the runner-up, and what the filters removed...' % (
+            count, ', '.join(f.name for f in flavors)))
+    instances = []
+    deadline = time.monotonic() + timeout
     for index in range(count):
         flavor = flavors[index % len(flavors)]
-        uuids += api.create(ctxt, flavor, display_name='demo-%02d' % (index + 1))
-    instances = _wait(api, ctxt, uuids, say, timeout)
+        name = 'demo-%02d' % (index + 1)
+        ranking = demo_why.rank(conf, context.get_admin_context(), flavor)
+        [uuid] = api.create(ctxt, flavor, display_name=name)
+        inst = _wait(api, ctxt, uuid, deadline)
+        instances.append(inst)
+        moved = demo_why.reschedules(api.get_actions(ctxt, uuid))
+        say('  ' + demo_why.placement_line(name, flavor.name, ranking, inst.host,
+                                           [host for host, _reason in moved]))
+        for host, reason in moved:
+            say('      rescheduled from %s: %s' % (host, reason))
+        if inst.vm_state != instance_obj.ACTIVE:
+            faults = api.get_faults(ctxt, inst.uuid)
+            say('      %s: %s' % (inst.vm_state.upper(),
+                                  faults[0].message if faults else 'no fault recorded'))
     rows = [[inst.display_name, inst.flavor.name, inst.host or '-', inst.vm_state]
-            for inst in sorted(instances, key=lambda i: i.display_name)]
+            for inst in instances]
     say('Where the instances landed:')
     manage.print_table(['Name', 'Flavor', 'Host', 'State'], rows, out=_Writer(say))
     _print_usage(ctxt, instances, say)
     errors = [inst for inst in instances if inst.vm_state != instance_obj.ACTIVE]
-    for inst in errors:
-        faults = api.get_faults(ctxt, inst.uuid)
-        say('%s is %s: %s' % (inst.display_name, inst.vm_state,
-                              faults[0].message if faults else 'no fault recorded'))
-    return not errors and len(instances) == count
+    if errors:
+        say('%d of %d instance(s) did not become ACTIVE (reasons above).' % (len(errors),
+                                                                             count))
+    return not errors
 
 
-def _wait(api, ctxt, uuids, say, timeout):
-    deadline = time.monotonic() + timeout
-    last = None
+def _wait(api, ctxt, uuid, deadline):
+    """The instance once ACTIVE or ERROR (or as it is at ``deadline``)."""
     while True:
-        instances = [api.get(ctxt, uuid) for uuid in uuids]
-        states = collections.Counter(inst.vm_state for inst in instances)
-        summary = ', '.join('%d %s' % (n, state) for state, n in sorted(states.items()))
-        if summary != last:
-            say('  instances: %s' % summary)
-            last = summary
-        if all(inst.vm_state in _FINAL for inst in instances) or time.monotonic() > deadline:
-            return instances
-        time.sleep(0.5)
+        inst = api.get(ctxt, uuid)
+        if inst.vm_state in _FINAL or time.monotonic() > deadline:
+            return inst
+        time.sleep(0.2)
 
 
 def _print_usage(ctxt, instances, say):
@@ -73,10 +83,16 @@ def _print_usage(ctxt, instances, say):
     rows = []
     for node in sorted(compute_node_obj.ComputeNodeList.get_all(_cell_context(ctxt)),
                        key=lambda n: n.host):
-        rows.append([node.host, '%d/%d' % (node.vcpus_used, node.vcpus),
-                     '%d/%d' % (node.memory_mb_used, node.memory_mb),
-                     '%d/%d' % (node.local_gb_used, node.local_gb), per_host.get(node.host, 0)])
-    say('Per-host usage (used/total; RAM includes the host reserve):')
+        rows.append([node.host,
+                     demo_why.with_ratio(node.vcpus_used, node.vcpus,
+                                         node.cpu_allocation_ratio),
+                     demo_why.with_ratio(node.memory_mb_used, node.memory_mb,
+                                         node.ram_allocation_ratio),
+                     demo_why.with_ratio(node.local_gb_used, node.local_gb,
+                                         node.disk_allocation_ratio),
+                     per_host.get(node.host, 0)])
+    say('Per-host usage: used/total (x allocation ratio = the limit the filters allow); '
+        'RAM includes the host reserve:')
     manage.print_table(['Host', 'vCPUs', 'RAM MB', 'Disk GB', 'Demo instances'], rows,
                        out=_Writer(say))
 

@@ -180,7 +180,9 @@ def test_cluster_command_brings_its_own_three_rabbit_nodes(tmp_path):
         status = run('status')
         assert status.returncode == 0, status.stdout + status.stderr
         assert re.search(r'\| minisched-compute +\| compute1 +\| enabled \| up ', status.stdout)
-        assert status.stdout.count(' running') == 4, status.stdout  # 3 nodes + members line
+        assert len(re.findall(r'^  rabbit\d@localhost +127\.0\.0\.1:\d+ +running$',
+                              status.stdout, re.MULTILINE)) == 3, status.stdout
+        assert status.stdout.count('| running (pid ') == 3, status.stdout  # the services
         assert 'running cluster members: rabbit1@localhost, rabbit2@localhost, ' \
             'rabbit3@localhost' in status.stdout
         again = run('up', '--detach')

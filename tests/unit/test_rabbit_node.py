@@ -2,6 +2,9 @@
 that keeps the machine's broker out, commands in a namespace."""
 import os
 import stat
+import subprocess
+
+import pytest
 
 from minisched import rabbit_node
 
@@ -36,3 +39,26 @@ def test_commands_run_in_a_namespace_when_given_one():
     assert rabbit_node.netns_command(None, ['a', 'b']) == ['a', 'b']
     assert rabbit_node.netns_command('lab-mq', ['a']) == ['ip', 'netns', 'exec',
                                                               'lab-mq', 'a']
+
+
+def test_a_process_just_started_is_recognised_by_its_program():
+    # Popen returns while the child may still be inside execve, its command line empty for
+    # an instant (about every other time on Linux): that is not another program.
+    processes = [subprocess.Popen(['sh', '-c', 'sleep 30', 'rabbitmq-server'],
+                                  start_new_session=True) for _ in range(20)]
+    try:
+        seen = [rabbit_node.running(process.pid, 'rabbitmq-server') for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+    assert seen == [True] * 20
+    assert not rabbit_node.running(processes[0].pid, 'rabbitmq-server')  # gone
+
+
+def test_a_kernel_thread_runs_no_program_and_is_told_at_once():
+    # PID 2 is kthreadd on Linux (outside a PID namespace): its command line stays empty.
+    with open('/proc/2/stat') as stream:
+        if '(kthreadd)' not in stream.read():
+            pytest.skip('PID 2 is not kthreadd here')
+    assert not rabbit_node.running(2, '')
