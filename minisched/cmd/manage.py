@@ -14,6 +14,7 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
+from minisched.cmd import manage_display
 from minisched import config
 from minisched import context
 from minisched.db import engines
@@ -103,18 +104,13 @@ class ServiceCommands:
         ctxt = context.get_admin_context()
         group = servicegroup.API(CONF)
         services = objects.ServiceList.get_all(ctxt)
-        rows = []
-        for svc in sorted(services, key=lambda s: (s.host, s.binary)):
-            if host and svc.host != host:
-                continue
-            rows.append([svc.id, svc.binary, svc.host,
-                         'disabled' if svc.disabled else 'enabled',
-                         'up' if group.service_is_up(svc) else 'down',
-                         _time(svc.updated_at), svc.report_count, svc.forced_down,
-                         svc.disabled_reason or '-'])
-        print_table(['Id', 'Binary', 'Host', 'Status', 'State', 'Updated At', 'Reports',
-                     'Forced Down', 'Disabled Reason'], rows)
-        return 0
+        rows = [(svc.id, svc.binary, svc.host, 'disabled' if svc.disabled else 'enabled',
+                 'up' if group.service_is_up(svc) else 'down', _time(svc.updated_at),
+                 svc.report_count, svc.forced_down, svc.disabled_reason)
+                for svc in sorted(services, key=lambda s: (s.host, s.binary))
+                if not host or svc.host == host]
+        return ('ID', 'Binary', 'Host', 'Status', 'State', 'Updated At', 'Reports',
+                'Forced Down', 'Disabled Reason'), rows
 
     def _get(self, host, binary):
         ctxt = context.get_admin_context()
@@ -149,12 +145,12 @@ class ServiceCommands:
 
 def _time(value):
     return timeutils.normalize_time(value).isoformat(sep=' ', timespec='seconds') \
-        if value else '-'
+        if value else None
 
 
 def _add_db_parsers(subparsers, commands):
     sync = subparsers.add_parser('sync', help='Upgrade the schema to the latest version.')
-    sync.add_argument('--version', dest='action_kwarg_version',
+    sync.add_argument('--version', dest='action_kwarg_version', metavar='REVISION',
                       help='Upgrade only to this revision.')
     sync.set_defaults(action_fn=commands.sync, action_kwargs=['version'])
     version = subparsers.add_parser('version', help='Print the current schema revision.')
@@ -162,9 +158,10 @@ def _add_db_parsers(subparsers, commands):
 
 
 def _add_service_parsers(subparsers, commands):
-    lister = subparsers.add_parser('list', help='List services, with their up/down state.')
-    lister.add_argument('--host', dest='action_kwarg_host', help='Only services of this host.')
-    lister.set_defaults(action_fn=commands.list, action_kwargs=['host'])
+    def arguments(parser):
+        parser.add_argument('--host', metavar='HOST', help='Only services of this host.')
+    manage_display.add_command(subparsers, 'list', manage_display.Lister(
+        commands.list, ['host'], arguments), help_text='List services, with their up/down state.')
     for action, fn, extra in (('enable', commands.enable, None),
                               ('disable', commands.disable, 'reason'),
                               ('force-down', commands.force_down, 'unset')):
@@ -175,7 +172,7 @@ def _add_service_parsers(subparsers, commands):
                             help='Binary, e.g. minisched-compute.')
         kwargs = ['host', 'binary']
         if extra == 'reason':
-            parser.add_argument('--reason', dest='action_kwarg_reason',
+            parser.add_argument('--reason', dest='action_kwarg_reason', metavar='REASON',
                                 help='Why the service is disabled.')
             kwargs.append('reason')
         elif extra == 'unset':
@@ -190,7 +187,8 @@ def _category_builders():
 
     Categories living in their own modules (``manage_<name>.py``) expose
     ``add_parsers(actions)``; each action sets ``action_fn`` and ``action_kwargs``, and names its
-    arguments' dests ``action_kwarg_<name>``.
+    arguments' dests ``action_kwarg_<name>`` (with a ``metavar``: ``--help`` shows it), or is
+    a cliff command added with ``manage_display.add_command``.
     """
     builders = [
         ('db', DbCommands.__doc__, lambda a: _add_db_parsers(a, DbCommands())),
@@ -211,9 +209,7 @@ EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'rpc', 'scheduler', 
 def add_command_parsers(subparsers):
     for name, help_text, builder in _category_builders():
         parser = subparsers.add_parser(name, help=help_text)
-        actions = parser.add_subparsers(dest='action', metavar='ACTION')
-        actions.required = True
-        builder(actions)
+        builder(manage_display.add_actions(parser))
 
 
 CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',
@@ -222,6 +218,7 @@ CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',
 
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
+    prog = argv[0].rsplit('/', 1)[-1]
     CONF.register_cli_opt(CATEGORY_OPT)
     config.parse_args(argv, init_rpc=False)
     if not CONF.debug:
@@ -231,7 +228,7 @@ def main(argv=None):
     objects.register_all()
     engines.configure(CONF)
     for problem in engines.configured_url_problems():
-        config.fail(argv[0].rsplit('/', 1)[-1], problem)
+        config.fail(prog, problem)
     fn = CONF.category.action_fn
     kwargs = {name: getattr(CONF.category, 'action_kwarg_' + name)
               for name in CONF.category.action_kwargs}
