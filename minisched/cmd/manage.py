@@ -7,6 +7,7 @@ code; errors print one line on stderr.
 """
 import importlib
 import logging
+import os
 import sys
 
 import sqlalchemy as sa
@@ -16,6 +17,7 @@ from oslo_utils import timeutils
 
 from minisched.cmd import manage_display
 from minisched import config
+from minisched.conf import database as db_conf
 from minisched import context
 from minisched.db import engines
 from minisched.db import migration
@@ -216,11 +218,43 @@ CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',
                                  help='Available categories', handler=add_command_parsers)
 
 
+#: The databases each category opens (both unless listed); ``rpc`` opens none.
+_DATABASES = {'db': (engines.MAIN,), 'api_db': (engines.API,), 'service': (engines.MAIN,),
+              'rpc': ()}
+_CONNECTION = {engines.MAIN: ('database', db_conf.MAIN_SQLITE),
+               engines.API: ('api_database', db_conf.API_SQLITE)}
+
+
+def unconfigured_database(category):
+    """Without any configuration file, the first embedded SQLite database ``category``
+    would open that does not exist, else None.
+
+    Opening it would create an empty database under ``state_path`` that no service uses
+    (they run with a configuration file): ``minisched-manage`` stops instead. A connection
+    given another way (``OS_DATABASE__CONNECTION``...) counts as configured.
+    """
+    if config.config_sources(CONF):
+        return None
+    for database in _DATABASES.get(category, (engines.MAIN, engines.API)):
+        group, filename = _CONNECTION[database]
+        path = os.path.join(CONF.state_path, filename)
+        if not CONF[group].connection and not os.path.exists(path):
+            return path
+    return None
+
+
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     prog = argv[0].rsplit('/', 1)[-1]
     CONF.register_cli_opt(CATEGORY_OPT)
     config.parse_args(argv, init_rpc=False)
+    missing = unconfigured_database(CONF.category.name)
+    if missing:
+        config.fail(prog, 'no configuration file (none given with --config-file or '
+                          '--config-dir, no minisched.conf in %s) and no database at %s: give '
+                          '--config-file with the [database] connection and [api_database] '
+                          'connection of the deployment'
+                    % (', '.join(config.SEARCHED_DIRS), missing))
     if not CONF.debug:
         # oslo.db logs each DB error it wraps with a traceback (no logging is set up here, so
         # Python prints it on stderr); main() reports the error in one line instead.
