@@ -329,6 +329,13 @@ def test_select_alternates_and_json(run, scheduler):
     code, out, _ = run('scheduler', 'select', '--ram', 64, '--vcpus', 1, '--disk', 0, '--json')
     assert json.loads(out) == [{'host': 'c1', 'nodename': 'c1',
                                 'limits': {'memory_mb': 12288, 'vcpu': 64}}]
+    # -f json: the rows of the table, as any list.
+    code, out, _ = run('scheduler', 'select', '--ram', 64, '--vcpus', 1, '--disk', 0, '-f',
+                       'json')
+    assert json.loads(out) == [{'Instance #': 1, 'Host': 'c1', 'Node': 'c1',
+                                'Cell': uuids.cell, 'Limits': 'memory_mb=12288, vcpu=64'}]
+    assert run('scheduler', 'select', '--ram', 64, '--vcpus', 1, '--disk', 0, '--alternates',
+               '-f', 'value', '-c', 'Host') == (0, 'c1\nc2\n', '')
 
 
 def test_select_no_valid_host_prints_the_explanation_without_remote_trace(run, scheduler):
