@@ -72,7 +72,7 @@ def _show(aggregate):
     return manage_display.fields([
         ('id', aggregate.id), ('uuid', aggregate.uuid), ('name', aggregate.name),
         ('availability_zone', aggregate.availability_zone),
-        ('hosts', ', '.join(sorted(aggregate.hosts))),
+        ('hosts', manage_display.items(aggregate.hosts)),
         ('properties', manage_display.properties(aggregate.metadata))])
 
 
@@ -121,7 +121,7 @@ class AggregateCommands:
 
     def list(self):
         aggregates = aggregate_obj.AggregateList.get_all(context.get_admin_context())
-        rows = [(a.id, a.uuid, a.name, a.availability_zone, ', '.join(sorted(a.hosts)),
+        rows = [(a.id, a.uuid, a.name, a.availability_zone, manage_display.items(a.hosts),
                  manage_display.properties(a.metadata))
                 for a in sorted(aggregates, key=lambda a: a.id)]
         return ('ID', 'UUID', 'Name', 'Availability Zone', 'Hosts', 'Properties'), rows

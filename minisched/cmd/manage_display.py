@@ -108,6 +108,11 @@ def properties(mapping):
     return format_columns.DictColumn(dict(mapping or {}))
 
 
+def items(values):
+    """A list as ``openstack`` shows it: ``a, b`` (sorted) in a table, a list in JSON."""
+    return format_columns.ListColumn(sorted(values or []))
+
+
 class _RecordingSubParsersAction(argparse._SubParsersAction):
     """Sub-parsers that also record the arguments given after the action's name."""
 

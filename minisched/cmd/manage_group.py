@@ -68,8 +68,8 @@ class GroupCommands:
         return manage_display.fields([
             ('id', group.uuid), ('name', group.name), ('project_id', group.project_id),
             ('user_id', group.user_id), ('policy', group.policy), ('rules', _rules(group)),
-            ('members', ', '.join(group.members)),
-            ('member_hosts', ', '.join(group.get_hosts()))])
+            ('members', manage_display.items(group.members)),
+            ('member_hosts', manage_display.items(group.get_hosts()))])
 
 
 def _create_arguments(create):

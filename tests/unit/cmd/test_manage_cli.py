@@ -611,3 +611,8 @@ def test_flavor_and_aggregate_show_properties_as_objects(run, casts):
         {'hw:cpu_policy': 'shared'}
     code, out, _ = run('aggregate', 'create', 'a1', '--zone', 'az1', '-f', 'yaml')
     assert code == 0 and 'availability_zone: az1' in out.splitlines()
+    _compute('c1')
+    code, out, _ = run('aggregate', 'add-host', 'a1', 'c1', '-f', 'json')
+    assert json.loads(out)['hosts'] == ['c1']
+    code, out, _ = run('group', 'create', 'g', '--policy', 'affinity', '-f', 'json')
+    assert (json.loads(out)['members'], json.loads(out)['member_hosts']) == ([], [])
