@@ -113,18 +113,33 @@ def items(values):
     return format_columns.ListColumn(sorted(values or []))
 
 
-class _RecordingSubParsersAction(argparse._SubParsersAction):
-    """Sub-parsers that also record the arguments given after the action's name."""
+class _ActionSubParsersAction(argparse._SubParsersAction):
+    """Sub-parsers of a category's actions that hand oslo.config only ``action*`` values.
+
+    oslo.config answers an option from its command-line namespace first: an action's
+    ``--host`` left there would become ``[DEFAULT] host``. Only ``action`` (the action's
+    name), ``action_fn``, ``action_kwargs``, the ``action_kwarg_*`` arguments and
+    ``action_kwarg_argv`` (the arguments after the action's name, which a cliff command
+    parses again with its own parser) go through.
+    """
 
     def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, 'action_kwarg_argv', list(values[1:]))
-        super().__call__(parser, namespace, values, option_string)
+        parsed = argparse.Namespace()
+        super().__call__(parser, parsed, values, option_string)
+        unrecognized = vars(parsed).pop(argparse._UNRECOGNIZED_ARGS_ATTR, [])
+        for key, value in vars(parsed).items():
+            if key.startswith('action'):
+                setattr(namespace, key, value)
+        if unrecognized:
+            vars(namespace).setdefault(argparse._UNRECOGNIZED_ARGS_ATTR, [])
+            getattr(namespace, argparse._UNRECOGNIZED_ARGS_ATTR).extend(unrecognized)
+        namespace.action_kwarg_argv = list(values[1:])
 
 
 def add_actions(category_parser):
     """The sub-parsers of a category, which :func:`add_command` adds cliff commands to."""
     actions = category_parser.add_subparsers(dest='action', metavar='ACTION',
-                                             action=_RecordingSubParsersAction)
+                                             action=_ActionSubParsersAction)
     actions.required = True
     return actions
 

@@ -616,3 +616,11 @@ def test_flavor_and_aggregate_show_properties_as_objects(run, casts):
     assert json.loads(out)['hosts'] == ['c1']
     code, out, _ = run('group', 'create', 'g', '--policy', 'affinity', '-f', 'json')
     assert (json.loads(out)['members'], json.loads(out)['member_hosts']) == ([], [])
+
+
+def test_action_options_do_not_override_configuration_options(run):
+    # --host of service list is not [DEFAULT] host, which oslo.config would read from its
+    # command-line namespace if the action's arguments were left there.
+    configured = cfg.CONF.host
+    assert run('service', 'list', '--host', 'elsewhere', '-f', 'value') == (0, '', '')
+    assert cfg.CONF.host == configured != 'elsewhere'
