@@ -44,6 +44,7 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     that cannot be used (see :func:`tls_file_problems`).
     """
     register_log_opts(CONF)
+    withdraw_shell_completion(CONF)
     rpc.set_defaults()
     prog = argv[0].rsplit('/', 1)[-1] if argv else 'minisched'
     try:
@@ -59,6 +60,28 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     check_values(CONF, prog)
     for problem in tls_file_problems(CONF):
         fail(prog, problem)
+
+
+#: Where oslo.config looks for ``minisched.conf`` (and ``<prog>.conf``) when no
+#: ``--config-file`` is given, as for every OpenStack service (``cfg.find_config_files``),
+#: and for a ``minisched.conf.d`` directory (``cfg.find_config_dirs``).
+SEARCHED_DIRS = ('~/.minisched/', '~/', '/etc/minisched/', '/etc/')
+
+
+def config_sources(conf):
+    """The configuration files and directories ``conf`` was read from: the ones given with
+    ``--config-file``/``--config-dir``, else the ones found in :data:`SEARCHED_DIRS`."""
+    dirs = conf.config_dir or []
+    return list(conf.config_file or []) + ([dirs] if isinstance(dirs, str) else list(dirs))
+
+
+def withdraw_shell_completion(conf):
+    """Withdraw oslo.config's ``--shell_completion``: the templates it reads are not
+    installed with oslo.config, so it only ever ended in a traceback. It is neither listed
+    in ``--help`` nor acted on (oslo.config looks for it in the arguments before parsing)."""
+    if 'shell_completion' in conf:
+        conf.unregister_opt(conf._shell_completion_opt)
+    conf.supported_shell_completion = ()
 
 
 def fail(prog, message):

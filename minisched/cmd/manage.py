@@ -9,6 +9,7 @@ from minisched import monkey_patch  # first: it chooses the concurrency backend
 monkey_patch.patch()
 import importlib
 import logging
+import os
 import sys
 
 import sqlalchemy as sa
@@ -16,7 +17,9 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
+from minisched.cmd import manage_display
 from minisched import config
+from minisched.conf import database as db_conf
 from minisched import context
 from minisched.db import engines
 from minisched.db import migration
@@ -105,18 +108,13 @@ class ServiceCommands:
         ctxt = context.get_admin_context()
         group = servicegroup.API(CONF)
         services = objects.ServiceList.get_all(ctxt)
-        rows = []
-        for svc in sorted(services, key=lambda s: (s.host, s.binary)):
-            if host and svc.host != host:
-                continue
-            rows.append([svc.id, svc.binary, svc.host,
-                         'disabled' if svc.disabled else 'enabled',
-                         'up' if group.service_is_up(svc) else 'down',
-                         _time(svc.updated_at), svc.report_count, svc.forced_down,
-                         svc.disabled_reason or '-'])
-        print_table(['Id', 'Binary', 'Host', 'Status', 'State', 'Updated At', 'Reports',
-                     'Forced Down', 'Disabled Reason'], rows)
-        return 0
+        rows = [(svc.id, svc.binary, svc.host, 'disabled' if svc.disabled else 'enabled',
+                 'up' if group.service_is_up(svc) else 'down', _time(svc.updated_at),
+                 svc.report_count, svc.forced_down, svc.disabled_reason)
+                for svc in sorted(services, key=lambda s: (s.host, s.binary))
+                if not host or svc.host == host]
+        return ('ID', 'Binary', 'Host', 'Status', 'State', 'Updated At', 'Reports',
+                'Forced Down', 'Disabled Reason'), rows
 
     def _get(self, host, binary):
         ctxt = context.get_admin_context()
@@ -151,12 +149,12 @@ class ServiceCommands:
 
 def _time(value):
     return timeutils.normalize_time(value).isoformat(sep=' ', timespec='seconds') \
-        if value else '-'
+        if value else None
 
 
 def _add_db_parsers(subparsers, commands):
     sync = subparsers.add_parser('sync', help='Upgrade the schema to the latest version.')
-    sync.add_argument('--version', dest='action_kwarg_version',
+    sync.add_argument('--version', dest='action_kwarg_version', metavar='REVISION',
                       help='Upgrade only to this revision.')
     sync.set_defaults(action_fn=commands.sync, action_kwargs=['version'])
     version = subparsers.add_parser('version', help='Print the current schema revision.')
@@ -164,9 +162,10 @@ def _add_db_parsers(subparsers, commands):
 
 
 def _add_service_parsers(subparsers, commands):
-    lister = subparsers.add_parser('list', help='List services, with their up/down state.')
-    lister.add_argument('--host', dest='action_kwarg_host', help='Only services of this host.')
-    lister.set_defaults(action_fn=commands.list, action_kwargs=['host'])
+    def arguments(parser):
+        parser.add_argument('--host', metavar='HOST', help='Only services of this host.')
+    manage_display.add_command(subparsers, 'list', manage_display.Lister(
+        commands.list, ['host'], arguments), help_text='List services, with their up/down state.')
     for action, fn, extra in (('enable', commands.enable, None),
                               ('disable', commands.disable, 'reason'),
                               ('force-down', commands.force_down, 'unset')):
@@ -177,7 +176,7 @@ def _add_service_parsers(subparsers, commands):
                             help='Binary, e.g. minisched-compute.')
         kwargs = ['host', 'binary']
         if extra == 'reason':
-            parser.add_argument('--reason', dest='action_kwarg_reason',
+            parser.add_argument('--reason', dest='action_kwarg_reason', metavar='REASON',
                                 help='Why the service is disabled.')
             kwargs.append('reason')
         elif extra == 'unset':
@@ -192,7 +191,8 @@ def _category_builders():
 
     Categories living in their own modules (``manage_<name>.py``) expose
     ``add_parsers(actions)``; each action sets ``action_fn`` and ``action_kwargs``, and names its
-    arguments' dests ``action_kwarg_<name>``.
+    arguments' dests ``action_kwarg_<name>`` (with a ``metavar``: ``--help`` shows it), or is
+    a cliff command added with ``manage_display.add_command``.
     """
     builders = [
         ('db', DbCommands.__doc__, lambda a: _add_db_parsers(a, DbCommands())),
@@ -213,19 +213,50 @@ EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'rpc', 'scheduler', 
 def add_command_parsers(subparsers):
     for name, help_text, builder in _category_builders():
         parser = subparsers.add_parser(name, help=help_text)
-        actions = parser.add_subparsers(dest='action', metavar='ACTION')
-        actions.required = True
-        builder(actions)
+        builder(manage_display.add_actions(parser))
 
 
 CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',
                                  help='Available categories', handler=add_command_parsers)
 
 
+#: The databases each category opens (both unless listed); ``rpc`` opens none.
+_DATABASES = {'db': (engines.MAIN,), 'api_db': (engines.API,), 'service': (engines.MAIN,),
+              'rpc': ()}
+_CONNECTION = {engines.MAIN: ('database', db_conf.MAIN_SQLITE),
+               engines.API: ('api_database', db_conf.API_SQLITE)}
+
+
+def unconfigured_database(category):
+    """Without any configuration file, the first embedded SQLite database ``category``
+    would open that does not exist, else None.
+
+    Opening it would create an empty database under ``state_path`` that no service uses
+    (they run with a configuration file): ``minisched-manage`` stops instead. A connection
+    given another way (``OS_DATABASE__CONNECTION``...) counts as configured.
+    """
+    if config.config_sources(CONF):
+        return None
+    for database in _DATABASES.get(category, (engines.MAIN, engines.API)):
+        group, filename = _CONNECTION[database]
+        path = os.path.join(CONF.state_path, filename)
+        if not CONF[group].connection and not os.path.exists(path):
+            return path
+    return None
+
+
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
+    prog = argv[0].rsplit('/', 1)[-1]
     CONF.register_cli_opt(CATEGORY_OPT)
     config.parse_args(argv, init_rpc=False)
+    missing = unconfigured_database(CONF.category.name)
+    if missing:
+        config.fail(prog, 'no configuration file (none given with --config-file or '
+                          '--config-dir, no minisched.conf in %s) and no database at %s: give '
+                          '--config-file with the [database] connection and [api_database] '
+                          'connection of the deployment'
+                    % (', '.join(config.SEARCHED_DIRS), missing))
     if not CONF.debug:
         # oslo.db logs each DB error it wraps with a traceback (no logging is set up here, so
         # Python prints it on stderr); main() reports the error in one line instead.
@@ -233,7 +264,7 @@ def main(argv=None):
     objects.register_all()
     engines.configure(CONF)
     for problem in engines.configured_url_problems():
-        config.fail(argv[0].rsplit('/', 1)[-1], problem)
+        config.fail(prog, problem)
     fn = CONF.category.action_fn
     kwargs = {name: getattr(CONF.category, 'action_kwarg_' + name)
               for name in CONF.category.action_kwargs}

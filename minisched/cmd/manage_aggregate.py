@@ -11,7 +11,7 @@ empty, and only an empty aggregate can be deleted.
 from oslo_utils import uuidutils
 
 from minisched import config, context, exception
-from minisched.cmd import manage, manage_flavor
+from minisched.cmd import manage_display, manage_flavor
 from minisched.objects import aggregate as aggregate_obj
 from minisched.objects import service as service_obj
 from minisched.scheduler.client import query
@@ -69,11 +69,11 @@ def _zone_problem(ctxt, aggregate, metadata, hosts):
 
 
 def _show(aggregate):
-    manage_flavor.print_fields([
+    return manage_display.fields([
         ('id', aggregate.id), ('uuid', aggregate.uuid), ('name', aggregate.name),
         ('availability_zone', aggregate.availability_zone),
-        ('hosts', ', '.join(sorted(aggregate.hosts))),
-        ('properties', manage_flavor.format_pairs(aggregate.metadata))])
+        ('hosts', manage_display.items(aggregate.hosts)),
+        ('properties', manage_display.properties(aggregate.metadata))])
 
 
 class AggregateCommands:
@@ -121,12 +121,10 @@ class AggregateCommands:
 
     def list(self):
         aggregates = aggregate_obj.AggregateList.get_all(context.get_admin_context())
-        rows = [(a.id, a.uuid, a.name, a.availability_zone, ', '.join(sorted(a.hosts)),
-                 manage_flavor.format_pairs(a.metadata))
+        rows = [(a.id, a.uuid, a.name, a.availability_zone, manage_display.items(a.hosts),
+                 manage_display.properties(a.metadata))
                 for a in sorted(aggregates, key=lambda a: a.id)]
-        manage.print_table(['ID', 'UUID', 'Name', 'Availability Zone', 'Hosts', 'Properties'],
-                           rows)
-        return 0
+        return ('ID', 'UUID', 'Name', 'Availability Zone', 'Hosts', 'Properties'), rows
 
     def delete(self, aggregate):
         ctxt = context.get_admin_context()
@@ -140,10 +138,10 @@ class AggregateCommands:
 
     @staticmethod
     def _updated(ctxt, aggregate):
-        """Tell the schedulers (a fanout cast), then show the aggregate."""
-        _show(aggregate)
-        return _tell_schedulers(query_client_factory(CONF).update_aggregates, ctxt,
+        """Tell the schedulers (a fanout cast); the aggregate is shown whatever they say."""
+        code = _tell_schedulers(query_client_factory(CONF).update_aggregates, ctxt,
                                 [aggregate])
+        return _show(aggregate) + (code,)
 
 
 def _tell_schedulers(cast, ctxt, argument):
@@ -157,34 +155,44 @@ def _tell_schedulers(cast, ctxt, argument):
     return 0
 
 
+def _aggregate_argument(parser):
+    parser.add_argument('aggregate', help='Aggregate id, uuid or name.')
+
+
+def _create_arguments(create):
+    create.add_argument('name', help='Aggregate name (unique).')
+    create.add_argument('--zone', metavar='AZ',
+                        help='Availability zone of its hosts (metadata availability_zone).')
+
+
+def _host_arguments(parser):
+    _aggregate_argument(parser)
+    parser.add_argument('host', help='Compute host name.')
+
+
+def _set_arguments(setter):
+    _aggregate_argument(setter)
+    manage_flavor.add_property_argument(
+        setter, required=True, dest='properties',
+        help_text='Metadata item (repeatable); availability_zone=AZ sets the zone.')
+
+
 def add_parsers(actions):
     """Add the ``aggregate`` category's actions."""
     commands = AggregateCommands()
-    create = actions.add_parser('create', help='Create an aggregate.')
-    create.add_argument('action_kwarg_name', metavar='name', help='Aggregate name (unique).')
-    create.add_argument('--zone', metavar='AZ', dest='action_kwarg_zone',
-                        help='Availability zone of its hosts (metadata availability_zone).')
-    create.set_defaults(action_fn=commands.create, action_kwargs=['name', 'zone'])
-
-    for action, fn, help_text in (
-            ('add-host', commands.add_host, 'Add a compute host to an aggregate.'),
-            ('remove-host', commands.remove_host, 'Remove a host from an aggregate.')):
-        parser = actions.add_parser(action, help=help_text)
-        parser.add_argument('action_kwarg_aggregate', metavar='aggregate',
-                            help='Aggregate id, uuid or name.')
-        parser.add_argument('action_kwarg_host', metavar='host', help='Compute host name.')
-        parser.set_defaults(action_fn=fn, action_kwargs=['aggregate', 'host'])
-
-    setter = actions.add_parser('set', help='Set metadata of an aggregate.')
-    setter.add_argument('action_kwarg_aggregate', metavar='aggregate',
-                        help='Aggregate id, uuid or name.')
-    manage_flavor.add_property_argument(
-        setter, required=True,
-        help_text='Metadata item (repeatable); availability_zone=AZ sets the zone.')
-    setter.set_defaults(action_fn=commands.set, action_kwargs=['aggregate', 'properties'])
-
-    lister = actions.add_parser('list', help='List aggregates with hosts and metadata.')
-    lister.set_defaults(action_fn=commands.list, action_kwargs=[])
+    show = manage_display.ShowOne
+    for name, command, help_text in (
+            ('create', show(commands.create, ['name', 'zone'], _create_arguments),
+             'Create an aggregate.'),
+            ('add-host', show(commands.add_host, ['aggregate', 'host'], _host_arguments),
+             'Add a compute host to an aggregate.'),
+            ('remove-host', show(commands.remove_host, ['aggregate', 'host'], _host_arguments),
+             'Remove a host from an aggregate.'),
+            ('set', show(commands.set, ['aggregate', 'properties'], _set_arguments),
+             'Set metadata of an aggregate.'),
+            ('list', manage_display.Lister(commands.list),
+             'List aggregates with hosts and metadata.')):
+        manage_display.add_command(actions, name, command, help_text=help_text)
 
     delete = actions.add_parser('delete', help='Delete an empty aggregate.')
     delete.add_argument('action_kwarg_aggregate', metavar='aggregate',

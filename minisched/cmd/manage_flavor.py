@@ -10,7 +10,7 @@ extra specs are validated as Nova's API does (``minisched.api.validation.flavors
 refusal is one line on stderr, exit 1, and nothing is written.
 
 Also the small helpers the other categories share: argument types (``key_value``,
-``integer``), output (``error``, ``print_fields``) and RPC set-up (``init_rpc``,
+``integer``), output (``error``, ``format_pairs``) and RPC set-up (``init_rpc``,
 ``bounded``, ``broker_errors``).
 """
 import argparse
@@ -23,7 +23,7 @@ from oslo_utils import uuidutils
 from minisched.api.validation import extra_specs as extra_specs_validation
 from minisched.api.validation import flavors as flavors_validation
 from minisched import context, exception, rpc
-from minisched.cmd import manage
+from minisched.cmd import manage_display
 from minisched.objects import flavor as flavor_obj
 
 # -- helpers shared by the manage_<category> modules --------------------------------------
@@ -97,12 +97,6 @@ def format_pairs(mapping):
     return ', '.join("%s='%s'" % (key, mapping[key]) for key in sorted(mapping or {}))
 
 
-def print_fields(pairs):
-    """A two-column ``Field | Value`` table, as ``openstack ... show`` prints."""
-    manage.print_table(['Field', 'Value'], [(name, '-' if value is None else value)
-                                            for name, value in pairs])
-
-
 # -- flavors ------------------------------------------------------------------------------
 
 def find_flavor(ctxt, name_or_id):
@@ -118,12 +112,13 @@ def find_flavor(ctxt, name_or_id):
 
 
 def _fields(flavor):
-    return [('id', flavor.flavorid), ('name', flavor.name), ('ram', flavor.memory_mb),
-            ('disk', flavor.root_gb), ('ephemeral', flavor.ephemeral_gb),
-            ('swap', flavor.swap), ('vcpus', flavor.vcpus),
-            ('rxtx_factor', flavor.rxtx_factor), ('is_public', flavor.is_public),
-            ('properties', format_pairs(flavor.extra_specs))] + (
-        [('description', flavor.description)] if flavor.description is not None else [])
+    return manage_display.fields(
+        [('id', flavor.flavorid), ('name', flavor.name), ('ram', flavor.memory_mb),
+         ('disk', flavor.root_gb), ('ephemeral', flavor.ephemeral_gb), ('swap', flavor.swap),
+         ('vcpus', flavor.vcpus), ('rxtx_factor', flavor.rxtx_factor),
+         ('is_public', flavor.is_public),
+         ('properties', manage_display.properties(flavor.extra_specs))] +
+        ([('description', flavor.description)] if flavor.description is not None else []))
 
 
 class FlavorCommands:
@@ -144,24 +139,21 @@ class FlavorCommands:
             pass
         flavor = flavor_obj.Flavor(ctxt, disabled=False, **values)
         flavor.create()
-        print_fields(_fields(flavor))
-        return 0
+        return _fields(flavor)
 
     def list(self):
         flavors = flavor_obj.FlavorList.get_all(context.get_admin_context())
         rows = [(f.flavorid, f.name, f.memory_mb, f.root_gb, f.ephemeral_gb, f.swap, f.vcpus,
-                 f.is_public, format_pairs(f.extra_specs))
+                 f.is_public, manage_display.properties(f.extra_specs))
                 for f in sorted(flavors, key=lambda f: (f.memory_mb, f.vcpus, f.name))]
-        manage.print_table(['ID', 'Name', 'RAM', 'Disk', 'Ephemeral', 'Swap', 'VCPUs',
-                            'Is Public', 'Properties'], rows)
-        return 0
+        return ('ID', 'Name', 'RAM', 'Disk', 'Ephemeral', 'Swap', 'VCPUs', 'Is Public',
+                'Properties'), rows
 
     def set(self, flavor, properties):
         specs = extra_specs_validation.validate_extra_specs(dict(properties))
         found = find_flavor(context.get_admin_context(), flavor)
         found.save_extra_specs(to_add=specs)
-        print_fields(_fields(found))
-        return 0
+        return _fields(found)
 
     def delete(self, flavor):
         found = find_flavor(context.get_admin_context(), flavor)
@@ -170,51 +162,55 @@ class FlavorCommands:
         return 0
 
 
-def add_property_argument(parser, required=False, help_text='Extra spec (repeatable).'):
+def add_property_argument(parser, required=False, help_text='Extra spec (repeatable).',
+                          dest='action_kwarg_properties'):
     parser.add_argument('--property', action='append', type=key_value, metavar='KEY=VALUE',
-                        dest='action_kwarg_properties', required=required, help=help_text)
+                        dest=dest, required=required, help=help_text)
+
+
+def _create_arguments(create):
+    create.add_argument('name', help='Flavor name (unique).')
+    create.add_argument('--ram', type=integer(1), required=True, metavar='MB',
+                        help='Memory in MB.')
+    create.add_argument('--vcpus', type=integer(1), required=True, metavar='N',
+                        help='Number of vCPUs.')
+    create.add_argument('--disk', type=integer(0), required=True, metavar='GB',
+                        help='Root disk in GB.')
+    create.add_argument('--ephemeral', type=integer(0), default=0, metavar='GB',
+                        help='Ephemeral disk in GB (0).')
+    create.add_argument('--swap', type=integer(0), default=0, metavar='MB',
+                        help='Swap in MB (0).')
+    create.add_argument('--id', metavar='ID', dest='flavorid',
+                        help='Flavor id (default "auto": a new UUID).')
+    create.add_argument('--rxtx-factor', default='1.0', metavar='FACTOR',
+                        help='RX/TX factor (1.0).')
+    public = create.add_mutually_exclusive_group()
+    public.add_argument('--public', action='store_true', default=True, dest='is_public',
+                        help='Usable by every project (default).')
+    public.add_argument('--private', action='store_false', dest='is_public',
+                        help='Usable only by projects given access.')
+    create.add_argument('--description', metavar='TEXT',
+                        help='Description (at most 65535 printable characters).')
+    add_property_argument(create, dest='properties')
+
+
+def _set_arguments(setter):
+    setter.add_argument('flavor', help='Flavor id or name.')
+    add_property_argument(setter, required=True, dest='properties')
 
 
 def add_parsers(actions):
     """Add the ``flavor`` category's actions."""
     commands = FlavorCommands()
-    create = actions.add_parser('create', help='Create a flavor.')
-    create.add_argument('action_kwarg_name', metavar='name', help='Flavor name (unique).')
-    create.add_argument('--ram', type=integer(1), required=True, metavar='MB',
-                        dest='action_kwarg_ram', help='Memory in MB.')
-    create.add_argument('--vcpus', type=integer(1), required=True, metavar='N',
-                        dest='action_kwarg_vcpus', help='Number of vCPUs.')
-    create.add_argument('--disk', type=integer(0), required=True, metavar='GB',
-                        dest='action_kwarg_disk', help='Root disk in GB.')
-    create.add_argument('--ephemeral', type=integer(0), default=0, metavar='GB',
-                        dest='action_kwarg_ephemeral', help='Ephemeral disk in GB (0).')
-    create.add_argument('--swap', type=integer(0), default=0, metavar='MB',
-                        dest='action_kwarg_swap', help='Swap in MB (0).')
-    create.add_argument('--id', metavar='ID', dest='action_kwarg_flavorid',
-                        help='Flavor id (default "auto": a new UUID).')
-    create.add_argument('--rxtx-factor', default='1.0', metavar='FACTOR',
-                        dest='action_kwarg_rxtx_factor', help='RX/TX factor (1.0).')
-    public = create.add_mutually_exclusive_group()
-    public.add_argument('--public', action='store_true', default=True,
-                        dest='action_kwarg_is_public', help='Usable by every project '
-                                                           '(default).')
-    public.add_argument('--private', action='store_false', dest='action_kwarg_is_public',
-                        help='Usable only by projects given access.')
-    create.add_argument('--description', dest='action_kwarg_description',
-                        help='Description (at most 65535 printable characters).')
-    add_property_argument(create)
-    create.set_defaults(action_fn=commands.create,
-                        action_kwargs=['name', 'ram', 'vcpus', 'disk', 'ephemeral', 'swap',
-                                       'flavorid', 'properties', 'rxtx_factor', 'is_public',
-                                       'description'])
-
-    lister = actions.add_parser('list', help='List flavors, smallest first.')
-    lister.set_defaults(action_fn=commands.list, action_kwargs=[])
-
-    setter = actions.add_parser('set', help='Set extra specs of a flavor.')
-    setter.add_argument('action_kwarg_flavor', metavar='flavor', help='Flavor id or name.')
-    add_property_argument(setter, required=True)
-    setter.set_defaults(action_fn=commands.set, action_kwargs=['flavor', 'properties'])
+    manage_display.add_command(actions, 'create', manage_display.ShowOne(
+        commands.create, ['name', 'ram', 'vcpus', 'disk', 'ephemeral', 'swap', 'flavorid',
+                          'properties', 'rxtx_factor', 'is_public', 'description'],
+        _create_arguments), help_text='Create a flavor.')
+    manage_display.add_command(actions, 'list', manage_display.Lister(commands.list),
+                               help_text='List flavors, smallest first.')
+    manage_display.add_command(actions, 'set', manage_display.ShowOne(
+        commands.set, ['flavor', 'properties'], _set_arguments),
+        help_text='Set extra specs of a flavor.')
 
     delete = actions.add_parser('delete', help='Delete a flavor.')
     delete.add_argument('action_kwarg_flavor', metavar='flavor', help='Flavor id or name.')

@@ -8,7 +8,7 @@ takes it. Members are added by ``server create --group``; deleting a group leave
 from oslo_utils import uuidutils
 
 from minisched import context, exception
-from minisched.cmd import manage, manage_flavor
+from minisched.cmd import manage_display, manage_flavor
 from minisched.objects import instance_group as group_obj
 
 DEFAULT_OWNER = 'admin'
@@ -24,10 +24,7 @@ def find_group(ctxt, name_or_uuid):
     matches = [g for g in group_obj.InstanceGroupList.get_all(ctxt) if g.name == name_or_uuid]
     if not matches:
         raise exception.InstanceGroupNotFound(group_uuid=name_or_uuid)
-    if len(matches) > 1:
-        raise exception.Invalid('More than one server group is named %s; use its UUID.'
-                                % name_or_uuid)
-    return matches[0]
+    return manage_display.only_match('server group', name_or_uuid, matches)
 
 
 def _rules(group):
@@ -49,20 +46,16 @@ class GroupCommands:
                                         user_id=user)
         group._rules = rules
         group.create()
-        self._show(group)
-        return 0
+        return self._show(group)
 
     def list(self):
         groups = group_obj.InstanceGroupList.get_all(context.get_admin_context())
         rows = [(g.uuid, g.name, g.project_id, g.user_id, g.policy, _rules(g), len(g.members))
                 for g in sorted(groups, key=lambda g: (g.name or '', g.uuid))]
-        manage.print_table(['UUID', 'Name', 'Project', 'User', 'Policy', 'Rules', 'Members'],
-                           rows)
-        return 0
+        return ('ID', 'Name', 'Project', 'User', 'Policy', 'Rules', 'Members'), rows
 
     def show(self, group):
-        self._show(find_group(context.get_admin_context(), group))
-        return 0
+        return self._show(find_group(context.get_admin_context(), group))
 
     def delete(self, group):
         found = find_group(context.get_admin_context(), group)
@@ -72,44 +65,40 @@ class GroupCommands:
 
     @staticmethod
     def _show(group):
-        manage_flavor.print_fields([
-            ('uuid', group.uuid), ('name', group.name), ('project_id', group.project_id),
+        return manage_display.fields([
+            ('id', group.uuid), ('name', group.name), ('project_id', group.project_id),
             ('user_id', group.user_id), ('policy', group.policy), ('rules', _rules(group)),
-            ('members', ', '.join(group.members)),
-            ('member_hosts', ', '.join(group.get_hosts()))])
+            ('members', manage_display.items(group.members)),
+            ('member_hosts', manage_display.items(group.get_hosts()))])
 
 
-def _add_owner_arguments(parser):
-    parser.add_argument('--project', default=DEFAULT_OWNER, dest='action_kwarg_project',
-                        metavar='PROJECT',
+def _create_arguments(create):
+    create.add_argument('name', help='Group name.')
+    create.add_argument('--policy', required=True, choices=group_obj.POLICIES,
+                        help='affinity: all members on one host; anti-affinity: each on its '
+                             'own host; soft-*: preferred by weighers, never enforced.')
+    create.add_argument('--max-server-per-host', type=manage_flavor.integer(1), metavar='N',
+                        help='Rule of anti-affinity groups: up to N members per host.')
+    create.add_argument('--project', default=DEFAULT_OWNER, metavar='PROJECT',
                         help='Project owning the group (default: admin).')
-    parser.add_argument('--user', default=DEFAULT_OWNER, dest='action_kwarg_user',
-                        metavar='USER',
+    create.add_argument('--user', default=DEFAULT_OWNER, metavar='USER',
                         help='User owning the group (default: admin).')
+
+
+def _group_argument(parser):
+    parser.add_argument('group', help='Group UUID or name.')
 
 
 def add_parsers(actions):
     """Add the ``group`` category's actions."""
     commands = GroupCommands()
-    create = actions.add_parser('create', help='Create a server group.')
-    create.add_argument('action_kwarg_name', metavar='name', help='Group name.')
-    create.add_argument('--policy', required=True, choices=group_obj.POLICIES,
-                        dest='action_kwarg_policy',
-                        help='affinity: all members on one host; anti-affinity: each on its '
-                             'own host; soft-*: preferred by weighers, never enforced.')
-    create.add_argument('--max-server-per-host', type=manage_flavor.integer(1), metavar='N',
-                        dest='action_kwarg_max_server_per_host',
-                        help='Rule of anti-affinity groups: up to N members per host.')
-    _add_owner_arguments(create)
-    create.set_defaults(action_fn=commands.create,
-                        action_kwargs=['name', 'policy', 'max_server_per_host', 'project',
-                                       'user'])
-
-    lister = actions.add_parser('list', help='List server groups (of every project).')
-    lister.set_defaults(action_fn=commands.list, action_kwargs=[])
-
-    for action, fn, help_text in (('show', commands.show, 'Show a group and its members.'),
-                                  ('delete', commands.delete, 'Delete a server group.')):
-        parser = actions.add_parser(action, help=help_text)
-        parser.add_argument('action_kwarg_group', metavar='group', help='Group UUID or name.')
-        parser.set_defaults(action_fn=fn, action_kwargs=['group'])
+    manage_display.add_command(actions, 'create', manage_display.ShowOne(
+        commands.create, ['name', 'policy', 'max_server_per_host', 'project', 'user'],
+        _create_arguments), help_text='Create a server group.')
+    manage_display.add_command(actions, 'list', manage_display.Lister(commands.list),
+                               help_text='List server groups (of every project).')
+    manage_display.add_command(actions, 'show', manage_display.ShowOne(
+        commands.show, ['group'], _group_argument), help_text='Show a group and its members.')
+    delete = actions.add_parser('delete', help='Delete a server group.')
+    delete.add_argument('action_kwarg_group', metavar='group', help='Group UUID or name.')
+    delete.set_defaults(action_fn=commands.delete, action_kwargs=['group'])

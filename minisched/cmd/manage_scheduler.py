@@ -17,7 +17,7 @@ import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
 from minisched import config, context, exception
-from minisched.cmd import manage, manage_flavor
+from minisched.cmd import manage_display, manage_flavor
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import image_meta as image_meta_obj
@@ -101,8 +101,9 @@ def _limits(selection):
     return ', '.join('%s=%s' % (key, limits[key]) for key in sorted(limits)) or '-'
 
 
-def print_selections(host_lists, cell_names, alternates=False):
-    """One row per instance, or per candidate (the selected host, then alternates)."""
+def selections(host_lists, cell_names, alternates=False):
+    """``(columns, rows)``: a row per instance, or per candidate (the selected host, then
+    alternates)."""
     headers = ['Instance #', 'Host', 'Node', 'Cell', 'Limits']
     if alternates:
         headers.insert(1, 'Choice')
@@ -114,7 +115,7 @@ def print_selections(host_lists, cell_names, alternates=False):
             if alternates:
                 row.insert(1, 'selected' if index == 0 else 'alternate %d' % index)
             rows.append(row)
-    manage.print_table(headers, rows)
+    return headers, rows
 
 
 class SchedulerCommands:
@@ -142,9 +143,8 @@ class SchedulerCommands:
                                        'running on this transport_url and exchange?)')
         if json:
             print(_as_json(host_lists, alternates))
-        else:
-            print_selections(host_lists, _cell_names(ctxt), alternates)
-        return 0
+            return 0
+        return selections(host_lists, _cell_names(ctxt), alternates)
 
 
 def _as_json(host_lists, alternates):
@@ -156,60 +156,64 @@ def _as_json(host_lists, alternates):
     return json.dumps(value, indent=2, sort_keys=True)
 
 
-def add_parsers(actions):
-    """Add the ``select`` action to the ``scheduler`` category."""
-    commands = SchedulerCommands()
-    parser = actions.add_parser('select', help='Ask a scheduler for hosts (builds nothing).')
+def _select_arguments(parser):
     integer = manage_flavor.integer
     for option, minimum, metavar, help_text in (
             ('ram', 1, 'MB', 'Memory in MB.'), ('vcpus', 1, 'N', 'Number of vCPUs.'),
             ('disk', 0, 'GB', 'Root disk in GB.'), ('ephemeral', 0, 'GB', 'Ephemeral GB (0).'),
             ('swap', 0, 'MB', 'Swap in MB (0).')):
         parser.add_argument('--' + option, type=integer(minimum), metavar=metavar,
-                            dest='action_kwarg_' + option,
                             help=help_text + ' Overrides --flavor\'s.')
-    parser.add_argument('--flavor', dest='action_kwarg_flavor', metavar='NAME|ID',
+    parser.add_argument('--flavor', metavar='NAME|ID',
                         help='Start from this flavor (its sizes and extra specs).')
-    add_request_arguments(parser)
-    parser.add_argument('--force-host', action='append', dest='action_kwarg_force_hosts',
-                        metavar='HOST',
+    add_request_arguments(parser, prefix='')
+    parser.add_argument('--force-host', action='append', dest='force_hosts', metavar='HOST',
                         help='Only this host (repeatable); as in Nova, filters are then '
                              'skipped.')
-    parser.add_argument('--ignore-host', action='append', dest='action_kwarg_ignore_hosts',
+    parser.add_argument('--ignore-host', action='append', dest='ignore_hosts',
                         metavar='HOST', help='Never this host (repeatable).')
-    parser.add_argument('--alternates', action='store_true', dest='action_kwarg_alternates',
+    parser.add_argument('--alternates', action='store_true',
                         help='Also show the alternates of each instance ([scheduler] '
                              'max_attempts - 1 of them).')
-    parser.add_argument('--json', action='store_true', dest='action_kwarg_json',
-                        help='Print the legacy dicts (host, nodename, limits) as JSON.')
-    add_owner_arguments(parser)
-    parser.set_defaults(action_fn=commands.select, action_kwargs=[
-        'ram', 'vcpus', 'disk', 'ephemeral', 'swap', 'flavor', 'image_properties',
-        'availability_zone', 'hints', 'force_hosts', 'ignore_hosts', 'num_instances',
-        'alternates', 'json', 'project', 'user'])
+    parser.add_argument('--json', action='store_true',
+                        help='Print the legacy dicts (host, nodename, limits) that '
+                             'select_destinations returns without return_objects, as JSON '
+                             '(-f json prints the rows of the table).')
+    add_owner_arguments(parser, prefix='')
 
 
-def add_request_arguments(parser):
+def add_parsers(actions):
+    """Add the ``select`` action to the ``scheduler`` category."""
+    commands = SchedulerCommands()
+    manage_display.add_command(actions, 'select', manage_display.Lister(
+        commands.select, ['ram', 'vcpus', 'disk', 'ephemeral', 'swap', 'flavor',
+                          'image_properties', 'availability_zone', 'hints', 'force_hosts',
+                          'ignore_hosts', 'num_instances', 'alternates', 'json', 'project',
+                          'user'], _select_arguments),
+        help_text='Ask a scheduler for hosts (builds nothing).')
+
+
+def add_request_arguments(parser, prefix='action_kwarg_'):
     """Options that ``server create`` shares: image properties, zone, hints, count."""
     parser.add_argument('--image-property', action='append', type=manage_flavor.key_value,
-                        dest='action_kwarg_image_properties', metavar='KEY=VALUE',
+                        dest=prefix + 'image_properties', metavar='KEY=VALUE',
                         help='Image property, e.g. hw_architecture=x86_64 (repeatable).')
-    parser.add_argument('--availability-zone', dest='action_kwarg_availability_zone',
+    parser.add_argument('--availability-zone', dest=prefix + 'availability_zone',
                         metavar='AZ', help='Availability zone.')
     parser.add_argument('--hint', action='append', type=manage_flavor.key_value,
-                        dest='action_kwarg_hints', metavar='KEY=VALUE',
+                        dest=prefix + 'hints', metavar='KEY=VALUE',
                         help='Scheduler hint, e.g. same_host=UUID (repeatable; a repeated '
                              'key makes a list).')
     parser.add_argument('--num-instances', type=manage_flavor.integer(1), default=1,
-                        dest='action_kwarg_num_instances', metavar='N',
+                        dest=prefix + 'num_instances', metavar='N',
                         help='Number of instances (1).')
 
 
-def add_owner_arguments(parser):
+def add_owner_arguments(parser, prefix='action_kwarg_'):
     """``--project``/``--user``: who the request is made for (both default to admin)."""
-    parser.add_argument('--project', default=DEFAULT_OWNER, dest='action_kwarg_project',
+    parser.add_argument('--project', default=DEFAULT_OWNER, dest=prefix + 'project',
                         metavar='PROJECT',
                         help='Project of the request (default: admin).')
-    parser.add_argument('--user', default=DEFAULT_OWNER, dest='action_kwarg_user',
+    parser.add_argument('--user', default=DEFAULT_OWNER, dest=prefix + 'user',
                         metavar='USER',
                         help='User of the request (default: admin).')

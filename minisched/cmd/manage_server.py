@@ -6,17 +6,22 @@ request as Nova's API schema does it (a refusal is one line on stderr, exit 1, n
 written), build requests, request specs and mappings, then a cast to the conductor, which
 schedules and builds. It prints the new uuids; ``--wait`` then polls until each instance is
 ACTIVE or ERROR and prints them (exit 1 if any is in ERROR or the wait times out).
-``server list``, ``server show UUID`` (with the instance's faults, actions and events: where a
-build's time went and why it failed) and ``server delete UUID ... [--wait]`` complete the set.
+``server list [--all-projects]``, ``server show NAME|UUID`` (in table format with the
+instance's faults, actions and events: where a build's time went and why it failed) and
+``server delete NAME|UUID ... [--wait]`` complete the set; statuses are the compute API's
+(``ACTIVE``, ``BUILD``, ``ERROR``...).
 Requests are made for ``--project``/``--user`` (default ``admin``), with an admin context.
 """
+import argparse
 import re
+import sys
 import time
 
 from oslo_utils import timeutils, uuidutils
 
 from minisched import config, context, exception
-from minisched.cmd import manage, manage_flavor, manage_group, manage_scheduler
+from minisched.cmd import manage, manage_display, manage_flavor, manage_group
+from minisched.cmd import manage_scheduler
 from minisched.compute import api as compute_api
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import instance as instance_obj
@@ -29,8 +34,31 @@ POLL_INTERVAL = 0.5
 POWER_STATES = {instance_obj.NOSTATE: 'NOSTATE', instance_obj.RUNNING: 'Running',
                 instance_obj.PAUSED: 'Paused', instance_obj.SHUTDOWN: 'Shutdown',
                 instance_obj.CRASHED: 'Crashed', instance_obj.SUSPENDED: 'Suspended'}
-LIST_HEADERS = ['UUID', 'Name', 'Host', 'Node', 'VM State', 'Task State', 'Power State',
-                'Flavor']
+LIST_HEADERS = ['ID', 'Name', 'Status', 'Task State', 'Power State', 'Host', 'Node', 'Flavor']
+#: The compute API's status of a vm_state, and of its task states that show otherwise
+#: (nova.api.openstack.common's state map).
+_REBOOT = dict.fromkeys(('rebooting', 'reboot_pending', 'reboot_started'), 'REBOOT')
+_HARD_REBOOT = dict.fromkeys(('rebooting_hard', 'reboot_pending_hard', 'reboot_started_hard'),
+                             'HARD_REBOOT')
+_REBUILD = dict.fromkeys(('rebuilding', 'rebuild_block_device_mapping', 'rebuild_spawning'),
+                         'REBUILD')
+_RESIZE = dict.fromkeys(('resize_prep', 'resize_migrating', 'resize_migrated',
+                         'resize_finish'), 'RESIZE')
+STATUSES = {
+    'active': dict(default='ACTIVE', updating_password='PASSWORD', migrating='MIGRATING',
+                   **_REBOOT, **_HARD_REBOOT, **_REBUILD, **_RESIZE),
+    'building': {'default': 'BUILD'},
+    'stopped': dict(default='SHUTOFF', **_RESIZE, **_REBUILD),
+    'resized': {'default': 'VERIFY_RESIZE', 'resize_reverting': 'REVERT_RESIZE'},
+    'paused': {'default': 'PAUSED', 'migrating': 'MIGRATING'},
+    'suspended': {'default': 'SUSPENDED'},
+    'rescued': {'default': 'RESCUE'},
+    'error': dict(default='ERROR', **_REBUILD),
+    'deleted': {'default': 'DELETED'},
+    'soft-delete': {'default': 'SOFT_DELETED'},
+    'shelved': {'default': 'SHELVED'},
+    'shelved_offloaded': {'default': 'SHELVED_OFFLOADED'},
+}
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
@@ -55,11 +83,17 @@ def _flavor_name(instance):
         else '-'
 
 
+def status(instance):
+    """``instance``'s status as the compute API shows it (``ACTIVE``, ``BUILD``...)."""
+    by_task = STATUSES.get(instance.vm_state, {'default': 'UNKNOWN'})
+    return by_task.get(instance.task_state, by_task['default'])
+
+
 def list_row(instance):
-    """The ``server list`` row of ``instance``."""
-    return [instance.uuid, instance.display_name, instance.host, instance.node,
-            instance.vm_state, instance.task_state,
-            POWER_STATES.get(instance.power_state, instance.power_state), _flavor_name(instance)]
+    """The ``server list`` row of ``instance`` (the columns of ``LIST_HEADERS``)."""
+    return [instance.uuid, instance.display_name, status(instance), instance.task_state,
+            POWER_STATES.get(instance.power_state, instance.power_state), instance.host,
+            instance.node, _flavor_name(instance)]
 
 
 def traceback_summary(text):
@@ -89,10 +123,10 @@ def lookup(api, ctxt, instance_uuid):
         return None
 
 
-def _show_tables(instance, faults, actions):
+def _fields(instance, faults):
     flavor = instance.flavor if instance.obj_attr_is_set('flavor') else None
-    manage_flavor.print_fields([
-        ('id', instance.uuid), ('name', instance.display_name),
+    pairs = [
+        ('id', instance.uuid), ('name', instance.display_name), ('status', status(instance)),
         ('project_id', instance.project_id), ('user_id', instance.user_id),
         ('flavor', '%s (%s)' % (flavor.name, flavor.flavorid) if flavor else None),
         ('image', instance.image_ref), ('availability_zone', instance.availability_zone),
@@ -100,7 +134,17 @@ def _show_tables(instance, faults, actions):
         ('task_state', instance.task_state),
         ('power_state', POWER_STATES.get(instance.power_state, instance.power_state)),
         ('created', _time(instance.created_at)),
-        ('launched_at', _time(instance.launched_at))])
+        ('launched_at', _time(instance.launched_at))]
+    if faults:  # the newest, as the compute API shows it
+        newest = max(faults, key=lambda f: f.created_at or timeutils.utcnow())
+        pairs.append(('fault', manage_display.properties(
+            {'code': newest.code, 'message': newest.message,
+             'created': _time(newest.created_at)})))
+    return manage_display.fields(pairs)
+
+
+def _print_history(faults, actions):
+    """The faults, actions and events tables ``server show`` adds in table format."""
     if faults:
         print('Faults:')
         manage.print_table(['Code', 'Message', 'Host', 'Created', 'Traceback'], [
@@ -116,6 +160,33 @@ def _show_tables(instance, faults, actions):
         [(a.action, e.event, e.host, _time(e.start_time), _time(e.finish_time), e.result,
           e.details, traceback_summary(e.traceback))
          for a, events in actions for e in sorted(events, key=_event_order)])
+
+
+class _ServerShow(manage_display.ShowOne):
+    """``server show``: in table format (and all columns), the instance's faults, actions
+    and events follow its fields."""
+
+    def take_action(self, parsed_args):
+        columns, values, self.history = self.fn(
+            **{name: getattr(parsed_args, name) for name in self.kwargs})
+        return columns, values
+
+    def produce_output(self, parsed_args, column_names, data):
+        super().produce_output(parsed_args, column_names, data)
+        if parsed_args.formatter == 'table' and not parsed_args.columns:
+            _print_history(*self.history)
+
+
+def find_server(api, ctxt, server):
+    """The instance whose UUID, else (in ``ctxt``'s project) whose name, is ``server``; None
+    when a UUID names nothing."""
+    if uuidutils.is_uuid_like(server):
+        return lookup(api, ctxt, server)
+    matches = [i for i in api.get_all(ctxt)
+               if i.display_name == server and i.project_id == ctxt.project_id]
+    if not matches:
+        raise exception.InstanceNotFound(instance_id=server)
+    return manage_display.only_match('server', server, matches)
 
 
 def _event_order(event):
@@ -155,7 +226,7 @@ class ServerCommands:
                                                                    instance_obj.ERROR)
         instances, pending = self._wait(api, ctxt, uuids, done, timeout)
         manage.print_table(LIST_HEADERS, [list_row(i) if i is not None else
-                                          [u, '-', '-', '-', '-', '-', '-', '-']
+                                          [u] + [None] * (len(LIST_HEADERS) - 1)
                                           for u, i in instances.items()])
         if pending:
             return manage_flavor.error('Timed out after %ss waiting for %d of %d instance(s)'
@@ -166,44 +237,49 @@ class ServerCommands:
                                        '%s)' % (len(errors), len(uuids), errors[0]))
         return 0
 
-    def list(self, host=None, all_projects=False, project=manage_scheduler.DEFAULT_OWNER,
-             user=manage_scheduler.DEFAULT_OWNER):
+    def list(self, host=None, all_projects=False, all=False,
+             project=manage_scheduler.DEFAULT_OWNER, user=manage_scheduler.DEFAULT_OWNER):
+        if all:
+            sys.stderr.write('--all is deprecated: use --all-projects.\n')
         ctxt = context.RequestContext(user_id=user, project_id=project, is_admin=True)
-        filters = {} if all_projects else {'project_id': project}
+        filters = {} if all_projects or all else {'project_id': project}
         if host:
             filters['host'] = host
         instances = compute_api_factory(CONF).get_all(ctxt, filters)
-        manage.print_table(LIST_HEADERS, [list_row(i) for i in instances])
-        return 0
+        return LIST_HEADERS, [list_row(i) for i in instances]
 
     def show(self, server, project=manage_scheduler.DEFAULT_OWNER,
              user=manage_scheduler.DEFAULT_OWNER):
         ctxt = context.RequestContext(user_id=user, project_id=project, is_admin=True)
         api = compute_api_factory(CONF)
-        instance = lookup(api, ctxt, server)
+        instance = find_server(api, ctxt, server)
         if instance is None:
             raise exception.InstanceNotFound(instance_id=server)
-        _show_tables(instance, api.get_faults(ctxt, server), api.get_actions(ctxt, server))
-        return 0
+        faults = api.get_faults(ctxt, instance.uuid)
+        return _fields(instance, faults) + ((faults, api.get_actions(ctxt, instance.uuid)),)
 
     def delete(self, servers, wait=False, timeout=WAIT_TIMEOUT,
                project=manage_scheduler.DEFAULT_OWNER, user=manage_scheduler.DEFAULT_OWNER):
         ctxt = context.RequestContext(user_id=user, project_id=project, is_admin=True)
         api = compute_api_factory(CONF)
         accepted, failed = [], 0
-        for server in servers:
+        for name_or_uuid in servers:
             try:
+                server = self._uuid(api, ctxt, name_or_uuid)
                 with manage_flavor.broker_errors():
                     api.delete(ctxt, server)
             except exception.InstanceMappingNotFound:
-                failed += manage_flavor.error('Instance %s could not be found.' % server)
+                failed += manage_flavor.error('Instance %s could not be found.' % name_or_uuid)
+                continue
+            except (exception.InstanceNotFound, exception.Invalid) as exc:
+                failed += manage_flavor.error(exc.format_message())
                 continue
             except exception.MinischedException as exc:
                 failed += manage_flavor.error('Failed to delete %s: %s'
-                                              % (server, exc.format_message()))
+                                              % (name_or_uuid, exc.format_message()))
                 continue
             accepted.append(server)
-            print('Request to delete server %s has been accepted.' % server)
+            print('Request to delete server %s has been accepted.' % name_or_uuid)
         if wait and accepted:
             _instances, pending = self._wait(api, ctxt, accepted, lambda inst: inst is None,
                                              timeout)
@@ -213,6 +289,13 @@ class ServerCommands:
             else:
                 print('Deleted %d server(s).' % len(accepted))
         return 1 if failed else 0
+
+    @staticmethod
+    def _uuid(api, ctxt, server):
+        """The UUID ``server`` names: itself when it is one, else a server's name."""
+        if uuidutils.is_uuid_like(server):
+            return server
+        return find_server(api, ctxt, server).uuid
 
     @staticmethod
     def _wait(api, ctxt, uuids, done, timeout):
@@ -245,7 +328,7 @@ def add_parsers(actions):
     manage_scheduler.add_request_arguments(create)
     create.add_argument('--group', dest='action_kwarg_group', metavar='NAME|UUID',
                         help='Server group the instances join.')
-    create.add_argument('--name', dest='action_kwarg_name',
+    create.add_argument('--name', dest='action_kwarg_name', metavar='NAME',
                         help='Display name (NAME-1, NAME-2... for several; default server).')
     manage_flavor.add_property_argument(create, help_text='Metadata of the instances '
                                                           '(repeatable).')
@@ -255,26 +338,33 @@ def add_parsers(actions):
         'flavor', 'image_properties', 'image_id', 'availability_zone', 'hints', 'group',
         'num_instances', 'name', 'wait', 'timeout', 'project', 'user', 'properties'])
 
-    lister = actions.add_parser('list', help='List instances of the project, newest first.')
-    lister.add_argument('--host', dest='action_kwarg_host', help='Only those on this host.')
-    lister.add_argument('--all', action='store_true', dest='action_kwarg_all_projects',
-                        help='Instances of every project.')
-    manage_scheduler.add_owner_arguments(lister)
-    lister.set_defaults(action_fn=commands.list,
-                        action_kwargs=['host', 'all_projects', 'project', 'user'])
-
-    show = actions.add_parser('show', help='Show an instance, its faults, actions and events.')
-    show.add_argument('action_kwarg_server', metavar='uuid', help='Instance UUID.')
-    manage_scheduler.add_owner_arguments(show)
-    show.set_defaults(action_fn=commands.show, action_kwargs=['server', 'project', 'user'])
+    manage_display.add_command(actions, 'list', manage_display.Lister(
+        commands.list, ['host', 'all_projects', 'all', 'project', 'user'], _list_arguments),
+        help_text='List instances of the project, newest first.')
+    manage_display.add_command(actions, 'show', _ServerShow(
+        commands.show, ['server', 'project', 'user'], _show_arguments),
+        help_text='Show an instance; in table format also its faults, actions and events.')
 
     delete = actions.add_parser('delete', help='Delete instances.')
-    delete.add_argument('action_kwarg_servers', metavar='uuid', nargs='+',
-                        help='Instance UUID(s).')
+    delete.add_argument('action_kwarg_servers', metavar='server', nargs='+',
+                        help='Instance name or UUID (repeatable).')
     _add_wait_arguments(delete, 'until every instance is gone')
     manage_scheduler.add_owner_arguments(delete)
     delete.set_defaults(action_fn=commands.delete,
                         action_kwargs=['servers', 'wait', 'timeout', 'project', 'user'])
+
+
+def _list_arguments(parser):
+    parser.add_argument('--host', metavar='HOST', help='Only those on this host.')
+    parser.add_argument('--all-projects', action='store_true',
+                        help='Instances of every project.')
+    parser.add_argument('--all', action='store_true', help=argparse.SUPPRESS)  # deprecated
+    manage_scheduler.add_owner_arguments(parser, prefix='')
+
+
+def _show_arguments(parser):
+    parser.add_argument('server', help='Instance name or UUID.')
+    manage_scheduler.add_owner_arguments(parser, prefix='')
 
 
 def _add_wait_arguments(parser, until):

@@ -73,22 +73,28 @@ def test_servers_are_built_shown_and_deleted_through_manage(cluster):
                     '--name', 'web', '--wait', '--timeout', 90)
     uuids = out.splitlines()[:4]
     built = table(out)
-    assert sorted(row['uuid'] for row in built) == sorted(uuids)
-    assert {row['vm_state'] for row in built} == {'active'}
+    assert sorted(row['id'] for row in built) == sorted(uuids)
+    assert {row['status'] for row in built} == {'ACTIVE'}
     assert {row['power_state'] for row in built} == {'Running'}
     assert {row['host'] for row in built} <= set(COMPUTES)
 
+    listed = json.loads(manage(cluster, 'server', 'list', '-f', 'json')[0])
+    assert sorted(row['ID'] for row in listed) == sorted(uuids)
+    assert sorted(row['Name'] for row in listed) == ['web-1', 'web-2', 'web-3', 'web-4']
+    assert {row['Status'] for row in listed} == {'ACTIVE'}
     listed = table(manage(cluster, 'server', 'list')[0])
-    assert sorted(row['uuid'] for row in listed) == sorted(uuids)
     assert sorted(row['name'] for row in listed) == ['web-1', 'web-2', 'web-3', 'web-4']
     assert {row['flavor'] for row in listed} == {'m1.test'}
     on_big = table(manage(cluster, 'server', 'list', '--host', 'big')[0])
     assert {row['host'] for row in on_big} <= {'big'}
     assert table(manage(cluster, 'server', 'list', '--project', 'other')[0]) == []
 
-    out, _ = manage(cluster, 'server', 'show', uuids[0])
+    name = next(row['name'] for row in listed if row['id'] == uuids[0])
+    out, _ = manage(cluster, 'server', 'show', name)
     shown = {row['field']: row['value'] for row in table(out)}
-    assert shown['vm_state'] == 'active' and shown['host'] in COMPUTES
+    assert shown['id'] == uuids[0]
+    assert (shown['status'], shown['vm_state']) == ('ACTIVE', 'active')
+    assert shown['host'] in COMPUTES
     assert 'Faults:' not in out
     events = table(out.split('Events:\n')[1])
     assert {(row['action'], row['event'], row['result']) for row in events} == {
@@ -110,7 +116,7 @@ def test_servers_are_built_shown_and_deleted_through_manage(cluster):
 
     out, _ = manage(cluster, 'server', 'delete', *uuids + members, '--wait', '--timeout', 90)
     assert 'Deleted 6 server(s).' in out
-    assert table(manage(cluster, 'server', 'list', '--all')[0]) == []
+    assert manage(cluster, 'server', 'list', '--all-projects', '-f', 'value')[0] == ''
 
 
 def test_scheduler_select_and_a_build_that_no_host_fits(cluster):
@@ -140,7 +146,7 @@ def test_scheduler_select_and_a_build_that_no_host_fits(cluster):
     out, err = manage(cluster, 'server', 'create', '--flavor', 'm1.huge', '--wait',
                       '--timeout', 60, expect=1)
     uuid = out.splitlines()[0]
-    assert table(out)[0]['vm_state'] == 'error'
+    assert table(out)[0]['status'] == 'ERROR'
     assert err == '1 of 1 instance(s) went to ERROR (see server show %s)\n' % uuid
     # ERROR shows as the conductor creates the instance; its fault and events follow.
     out = base.wait_for(lambda: _with_fault(manage(cluster, 'server', 'show', uuid)[0]), 30,

@@ -41,12 +41,8 @@ def _rows_pass(view, spec_obj, ratios):
 class CoreFilter(utils.OvercommitFilter):
     """vCPU check with the node's ``cpu_allocation_ratio``."""
 
-    # Deprecated in Nova 19.0.0 (Stein); 19.3.2, its last release with it, logs this.
-    DEPRECATION = ('The CoreFilter is deprecated since the 19.0.0 Stein release. VCPU filtering '
-                   'is performed natively using the Placement service when using the '
-                   'filter_scheduler driver. Furthermore, enabling CoreFilter may incorrectly '
-                   'filter out baremetal nodes which must be scheduled using custom resource '
-                   'classes.')
+    # Nova deprecated it in 19.0.0 (Stein) for Placement, which minisched has not: here it is
+    # the vCPU check of every default request, so starting with it warns of nothing.
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
 
@@ -54,11 +50,11 @@ class CoreFilter(utils.OvercommitFilter):
 class AggregateCoreFilter(utils.OvercommitFilter):
     """vCPU check with the smallest aggregate ``cpu_allocation_ratio``, else the node's."""
 
-    # Deprecated in Nova 20.0.0 (Train); 21.2.4 (Ussuri), its last release with it, logs this.
-    DEPRECATION = ('The AggregateCoreFilter is deprecated since the 20.0.0 Train release. VCPU '
-                   'filtering is performed natively using the Placement service when using the '
-                   'filter_scheduler driver. Operators should define cpu allocation ratios either'
-                   ' per host in the nova.conf or via the placement API.')
+    # Nova 22.0.0 (Victoria) removed it; Nova's warning named Placement, which minisched has
+    # not: this one says what a configuration moving to a current Nova must change.
+    DEPRECATION = ('The AggregateCoreFilter is deprecated: Nova removed it in 22.0.0 (Victoria), '
+                   'where cpu_allocation_ratio is set per compute host in its configuration, '
+                   'not in aggregate metadata.')
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
     AGGREGATE = True

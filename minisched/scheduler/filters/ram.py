@@ -40,12 +40,8 @@ def _rows_pass(view, spec_obj, ratios):
 class RamFilter(utils.OvercommitFilter):
     """RAM check with the node's ``ram_allocation_ratio``."""
 
-    # Deprecated in Nova 19.0.0 (Stein); 19.3.2, its last release with it, logs this.
-    DEPRECATION = ('The RamFilter is deprecated since the 19.0.0 Stein release. MEMORY_MB '
-                   'filtering is performed natively using the Placement service when using the '
-                   'filter_scheduler driver. Furthermore, enabling RamFilter may incorrectly '
-                   'filter out baremetal nodes which must be scheduled using custom resource '
-                   'classes.')
+    # Nova deprecated it in 19.0.0 (Stein) for Placement, which minisched has not: here it is
+    # the memory check of every default request, so starting with it warns of nothing.
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
 
@@ -53,11 +49,11 @@ class RamFilter(utils.OvercommitFilter):
 class AggregateRamFilter(utils.OvercommitFilter):
     """RAM check with the smallest aggregate ``ram_allocation_ratio``, else the node's."""
 
-    # Deprecated in Nova 20.0.0 (Train); 21.2.4 (Ussuri), its last release with it, logs this.
-    DEPRECATION = ('The AggregateRamFilter is deprecated since the 20.0.0 Train release. '
-                   'MEMORY_MB filtering is performed natively using the Placement service when '
-                   'using the filter_scheduler driver. Operators should define ram allocation '
-                   'ratios either per host in the nova.conf or via the placement API.')
+    # Nova 22.0.0 (Victoria) removed it; Nova's warning named Placement, which minisched has
+    # not: this one says what a configuration moving to a current Nova must change.
+    DEPRECATION = ('The AggregateRamFilter is deprecated: Nova removed it in 22.0.0 (Victoria), '
+                   'where ram_allocation_ratio is set per compute host in its configuration, '
+                   'not in aggregate metadata.')
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
     AGGREGATE = True

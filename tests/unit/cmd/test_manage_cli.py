@@ -99,8 +99,11 @@ def casts(monkeypatch):
 
 
 def rows(text):
-    """Rows of the first ``print_table`` table of ``text`` as dicts."""
+    """Rows of the first table of ``text`` as dicts (none for an empty list, which prints no
+    table, as ``openstack`` does)."""
     lines = [line for line in text.splitlines() if line.startswith('|')]
+    if not lines:
+        return []
     split = lambda line: [cell.strip() for cell in line.strip('|').split('|')]
     headers = split(lines[0])
     return [dict(zip(headers, split(line))) for line in lines[1:]]
@@ -170,6 +173,7 @@ def test_group_create_list_show_delete(run):
     assert created['policy'] == 'anti-affinity'
     assert created['rules'] == 'max_server_per_host=2'
     assert (created['project_id'], created['user_id']) == ('p1', 'u1')
+    assert len(created['id']) == 36
     run('group', 'create', 'db', '--policy', 'affinity')
 
     listed = rows(run('group', 'list')[1])
@@ -177,8 +181,8 @@ def test_group_create_list_show_delete(run):
         ('db', 'affinity', '', '0'), ('web', 'anti-affinity', 'max_server_per_host=2', '0')]
 
     ctxt = context.get_admin_context()
-    objects.InstanceGroup.add_members(ctxt, created['uuid'], [uuids.member])
-    shown = fields(run('group', 'show', created['uuid'])[1])
+    objects.InstanceGroup.add_members(ctxt, created['id'], [uuids.member])
+    shown = fields(run('group', 'show', created['id'])[1])
     assert shown['members'] == uuids.member
     assert shown['member_hosts'] == ''
 
@@ -191,11 +195,14 @@ def test_group_rules_only_with_anti_affinity(run):
         (1, '', 'Only anti-affinity policy supports rules.\n')
 
 
-def test_group_name_shared_by_two_groups_needs_the_uuid(run):
-    run('group', 'create', 'g', '--policy', 'affinity')
-    run('group', 'create', 'g', '--policy', 'soft-affinity')
-    assert run('group', 'delete', 'g') == \
-        (1, '', 'More than one server group is named g; use its UUID.\n')
+def test_group_name_shared_by_two_groups_is_refused_naming_both(run):
+    ids = [run('group', 'create', 'g', '--policy', policy, '-f', 'value', '-c', 'id')[1].strip()
+           for policy in ('affinity', 'soft-affinity')]
+    error = ("More than one server group exists with the name 'g': %s, %s; use an ID.\n"
+             % tuple(sorted(ids)))
+    assert run('group', 'delete', 'g') == (1, '', error)
+    assert run('group', 'show', 'g') == (1, '', error)
+    assert run('group', 'show', ids[0], '-f', 'value', '-c', 'policy') == (0, 'affinity\n', '')
 
 
 # -- aggregate ------------------------------------------------------------------------------
@@ -322,6 +329,13 @@ def test_select_alternates_and_json(run, scheduler):
     code, out, _ = run('scheduler', 'select', '--ram', 64, '--vcpus', 1, '--disk', 0, '--json')
     assert json.loads(out) == [{'host': 'c1', 'nodename': 'c1',
                                 'limits': {'memory_mb': 12288, 'vcpu': 64}}]
+    # -f json: the rows of the table, as any list.
+    code, out, _ = run('scheduler', 'select', '--ram', 64, '--vcpus', 1, '--disk', 0, '-f',
+                       'json')
+    assert json.loads(out) == [{'Instance #': 1, 'Host': 'c1', 'Node': 'c1',
+                                'Cell': uuids.cell, 'Limits': 'memory_mb=12288, vcpu=64'}]
+    assert run('scheduler', 'select', '--ram', 64, '--vcpus', 1, '--disk', 0, '--alternates',
+               '-f', 'value', '-c', 'Host') == (0, 'c1\nc2\n', '')
 
 
 def test_select_no_valid_host_prints_the_explanation_without_remote_trace(run, scheduler):
@@ -424,9 +438,9 @@ def test_server_create_passes_the_request_and_waits(run, compute):
     assert kw['scheduler_hints'] == {'same_host': ['x']}
     assert (kw['group'].name, kw['display_name']) == ('g1', 'web')
     assert out.splitlines()[:2] == [uuids.a, uuids.b]
-    assert [(r['UUID'], r['Host'], r['VM State'], r['Power State'], r['Flavor'])
-            for r in rows(out)] == [(uuids.a, 'c1', 'active', 'Running', 'f1'),
-                                    (uuids.b, 'c2', 'active', 'Running', 'f1')]
+    assert [(r['ID'], r['Host'], r['Status'], r['Power State'], r['Flavor'])
+            for r in rows(out)] == [(uuids.a, 'c1', 'ACTIVE', 'Running', 'f1'),
+                                    (uuids.b, 'c2', 'ACTIVE', 'Running', 'f1')]
 
 
 def test_server_create_wait_fails_when_an_instance_is_in_error(run, compute):
@@ -443,13 +457,15 @@ def test_server_create_wait_times_out(run, compute):
     code, out, err = run('server', 'create', '--flavor', 'f1', '--wait', '--timeout', 1)
     assert code == 1
     assert err == 'Timed out after 1s waiting for 1 of 2 instance(s)\n'
-    assert rows(out)[0]['VM State'] == 'building'
+    assert rows(out)[0]['Status'] == 'BUILD'
 
 
-def test_server_list_filters_on_project_unless_all(run, compute):
-    run('server', 'list', '--host', 'c1', '--project', 'p1')
-    run('server', 'list', '--all')
-    assert [c[1] for c in compute.calls] == [{'project_id': 'p1', 'host': 'c1'}, {}]
+def test_server_list_filters_on_project_unless_all_projects(run, compute):
+    assert run('server', 'list', '--host', 'c1', '--project', 'p1')[0] == 0
+    assert run('server', 'list', '--all-projects')[0] == 0
+    code, out, err = run('server', 'list', '--all')  # the deprecated spelling still works
+    assert (code, err) == (0, '--all is deprecated: use --all-projects.\n')
+    assert [c[1] for c in compute.calls] == [{'project_id': 'p1', 'host': 'c1'}, {}, {}]
 
 
 def test_server_show_has_faults_actions_and_events(run, compute):
@@ -512,3 +528,99 @@ def test_a_database_url_sqlalchemy_cannot_use_exits_1_naming_the_option(run, tmp
     assert caught.value.code == 1 and err.count('\n') == 1, err
     assert err == ("minisched-manage: error: invalid value for [api_database] connection: "
                    "Can't load plugin: sqlalchemy.dialects:nosuchdb\n")
+
+
+# -- OpenStack CLI conventions (issue 37) ---------------------------------------------------
+
+def test_server_list_as_json_value_csv_and_sorted(run, compute):
+    compute.instances[uuids.b] = _instance(uuids.b, display_name='b-web', host='c2',
+                                           vm_state=instance_obj.BUILDING,
+                                           task_state='spawning')
+    code, out, err = run('server', 'list', '-f', 'json')
+    assert (code, err) == (0, '')
+    listed = json.loads(out)
+    assert [(r['ID'], r['Status'], r['Task State'], r['Power State']) for r in listed] == [
+        (uuids.a, 'ACTIVE', None, 'Running'), (uuids.b, 'BUILD', 'spawning', 'Running')]
+    assert run('server', 'list', '-f', 'value', '-c', 'ID') == \
+        (0, '%s\n%s\n' % (uuids.a, uuids.b), '')
+    assert run('server', 'list', '-f', 'value', '-c', 'Name', '--sort-column', 'Name',
+               '--sort-ascending')[1] == 'b-web\nserver\n'
+    assert run('server', 'list', '-f', 'value', '-c', 'host', '--sort-column', 'host',
+               '--sort-descending')[1] == 'c2\nc1\n'  # column names as openstack takes them
+    assert run('server', 'list', '-f', 'csv', '-c', 'ID', '-c', 'Status')[1].splitlines() == [
+        '"ID","Status"', '"%s","ACTIVE"' % uuids.a, '"%s","BUILD"' % uuids.b]
+
+
+def test_an_unknown_column_is_one_line_naming_the_columns(run, compute):
+    assert run('server', 'list', '-c', 'Nope') == (1, '', (
+        'No column named Nope; the columns are: ID, Name, Status, Task State, Power State, '
+        'Host, Node, Flavor.\n'))
+
+
+@pytest.mark.parametrize('vm_state, task_state, status', [
+    ('active', None, 'ACTIVE'), ('building', 'scheduling', 'BUILD'), ('error', None, 'ERROR'),
+    ('active', 'rebooting_hard', 'HARD_REBOOT'), ('stopped', None, 'SHUTOFF'),
+    ('error', 'rebuilding', 'REBUILD'), ('soft-delete', None, 'SOFT_DELETED'),
+    ('no-such-state', None, 'UNKNOWN')])
+def test_status_is_the_compute_apis(vm_state, task_state, status):
+    assert manage_server.status(_instance(uuids.a, vm_state=vm_state,
+                                          task_state=task_state)) == status
+
+
+def test_server_show_and_delete_take_a_name(run, compute):
+    compute.instances[uuids.b] = _instance(uuids.b, display_name='web-1', host='c2')
+    code, out, err = run('server', 'show', 'web-1', '-f', 'json')
+    assert (code, err) == (0, '')
+    shown = json.loads(out)  # one object: the history tables are for the table format
+    assert (shown['id'], shown['status'], shown['host']) == (uuids.b, 'ACTIVE', 'c2')
+    assert shown['fault'] == {'code': 500, 'message': 'Exceeded maximum number of retries.',
+                              'created': '2024-05-02 10:11:12'}
+    assert run('server', 'show', 'web-1', '-f', 'value', '-c', 'id') == (0, uuids.b + '\n', '')
+    assert run('server', 'show', 'web-1', '--project', 'other') == \
+        (1, '', 'Instance web-1 could not be found.\n')
+    assert run('server', 'delete', 'web-1') == \
+        (0, 'Request to delete server web-1 has been accepted.\n', '')
+    assert ('delete', uuids.b) in compute.calls
+
+
+def test_an_ambiguous_server_name_is_refused_listing_the_matches(run, compute):
+    compute.instances[uuids.b] = _instance(uuids.b, display_name='server')
+    error = ("More than one server exists with the name 'server': %s; use an ID.\n"
+             % ', '.join(sorted([uuids.a, uuids.b])))
+    assert run('server', 'show', 'server') == (1, '', error)
+    code, out, err = run('server', 'delete', 'server')
+    assert (code, out, err) == (1, '', error)
+    assert not [c for c in compute.calls if c[0] == 'delete']
+
+
+def test_service_list_formats(run):
+    _compute('c1')
+    code, out, err = run('service', 'list', '-f', 'json')
+    assert (code, err) == (0, '')
+    [listed] = json.loads(out)
+    assert (listed['Binary'], listed['Host'], listed['Status'], listed['State'],
+            listed['Disabled Reason']) == ('minisched-compute', 'c1', 'enabled', 'up', None)
+    assert run('service', 'list', '--host', 'c2', '-f', 'value') == (0, '', '')
+
+
+def test_flavor_and_aggregate_show_properties_as_objects(run, casts):
+    code, out, _ = run('flavor', 'create', 'f1', '--ram', 64, '--vcpus', 1, '--disk', 0,
+                       '--property', 'hw:cpu_policy=shared', '-f', 'json')
+    assert json.loads(out)['properties'] == {'hw:cpu_policy': 'shared'}
+    assert json.loads(run('flavor', 'list', '-f', 'json')[1])[0]['Properties'] == \
+        {'hw:cpu_policy': 'shared'}
+    code, out, _ = run('aggregate', 'create', 'a1', '--zone', 'az1', '-f', 'yaml')
+    assert code == 0 and 'availability_zone: az1' in out.splitlines()
+    _compute('c1')
+    code, out, _ = run('aggregate', 'add-host', 'a1', 'c1', '-f', 'json')
+    assert json.loads(out)['hosts'] == ['c1']
+    code, out, _ = run('group', 'create', 'g', '--policy', 'affinity', '-f', 'json')
+    assert (json.loads(out)['members'], json.loads(out)['member_hosts']) == ([], [])
+
+
+def test_action_options_do_not_override_configuration_options(run):
+    # --host of service list is not [DEFAULT] host, which oslo.config would read from its
+    # command-line namespace if the action's arguments were left there.
+    configured = cfg.CONF.host
+    assert run('service', 'list', '--host', 'elsewhere', '-f', 'value') == (0, '', '')
+    assert cfg.CONF.host == configured != 'elsewhere'

@@ -183,14 +183,13 @@ class TestHandler(base.TestCase):
                              [self.compute], self.hosts, spec)))
 
 
-#: Filter -> the warning the last Nova release that had it logged on creation (its start).
+#: Filter -> the start of the warning it logs on creation (its start): Nova's last release's
+#: where that holds here. RamFilter, CoreFilter and DiskFilter are minisched's resource checks
+#: (no Placement): they warn of nothing.
 DEPRECATED = {
-    'RamFilter': 'The RamFilter is deprecated since the 19.0.0 Stein release.',
-    'CoreFilter': 'The CoreFilter is deprecated since the 19.0.0 Stein release.',
-    'DiskFilter': 'The DiskFilter is deprecated since the 19.0.0 Stein release.',
-    'AggregateRamFilter': 'The AggregateRamFilter is deprecated since the 20.0.0 Train',
-    'AggregateCoreFilter': 'The AggregateCoreFilter is deprecated since the 20.0.0 Train',
-    'AggregateDiskFilter': 'The AggregateDiskFilter is deprecated since the 20.0.0 Train',
+    'AggregateRamFilter': 'The AggregateRamFilter is deprecated: Nova removed it in 22.0.0',
+    'AggregateCoreFilter': 'The AggregateCoreFilter is deprecated: Nova removed it in 22.0.0',
+    'AggregateDiskFilter': 'The AggregateDiskFilter is deprecated: Nova removed it in 22.0.0',
     'RetryFilter': 'The RetryFilter is deprecated since the 20.0.0 Train release.',
     'TypeAffinityFilter': 'TypeAffinityFilter is deprecated for removal in the 17.0.0 Queens',
     'ExactRamFilter': 'ExactRamFilter is deprecated in Pike and will be removed',
@@ -216,3 +215,15 @@ class TestDeprecations(base.TestCase):
         for name in sorted(set(installed) - set(DEPRECATED)):
             with self.subTest(name=name):
                 self.assertIsNone(installed[name].DEPRECATION)
+
+    def test_resource_filters_start_silently(self):
+        installed = plugins.installed(plugins.FILTERS)
+        for name in ('RamFilter', 'CoreFilter', 'DiskFilter'):
+            with self.subTest(name=name):
+                with self.assertNoLogs(installed[name].__module__, 'WARNING'):
+                    installed[name](self.conf)
+
+    def test_no_warning_names_placement_which_minisched_has_not(self):
+        for name, cls in plugins.installed(plugins.FILTERS).items():
+            with self.subTest(name=name):
+                self.assertNotIn('Placement', cls.DEPRECATION or '')

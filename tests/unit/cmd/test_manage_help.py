@@ -1,0 +1,66 @@
+"""``minisched-manage --help`` of every category and action (issue 37): plain option names,
+no ``ACTION_KWARG_`` destinations, no ``--shell_completion``, and the output options of
+the commands that print tables."""
+import pytest
+from oslo_config import cfg
+
+from tests.unit import base
+
+manage = base.import_without_eventlet('minisched.cmd.manage')
+
+#: Categories -> actions, read from ``--help`` itself so that a new action is covered.
+CATEGORIES = ('db', 'api_db', 'service') + manage.EXTRA_CATEGORIES
+DISPLAYS = {('service', 'list'), ('flavor', 'list'), ('flavor', 'create'), ('flavor', 'set'),
+            ('group', 'list'), ('group', 'show'), ('group', 'create'), ('aggregate', 'list'),
+            ('aggregate', 'create'), ('aggregate', 'set'), ('aggregate', 'add-host'),
+            ('aggregate', 'remove-host'), ('server', 'list'), ('server', 'show'),
+            ('scheduler', 'select')}
+
+
+@pytest.fixture
+def help_of(capsys):
+    def help_of(*args):
+        cfg.CONF.reset()
+        try:
+            with pytest.raises(SystemExit) as caught:
+                manage.main(['minisched-manage'] + list(args) + ['--help'])
+        finally:
+            cfg.CONF.reset()
+            cfg.CONF.unregister_opt(manage.CATEGORY_OPT)
+        out, err = capsys.readouterr()
+        assert (caught.value.code, err) == (0, ''), (args, err)
+        return out
+    return help_of
+
+
+def _actions(help_text):
+    listing = help_text.split('positional arguments:')[1].split('options:')[0]
+    names = [line.split()[0] for line in listing.splitlines()
+             if line.startswith('    ') and not line.startswith('      ')]
+    return names
+
+
+def test_every_help_is_clean(help_of):
+    top = help_of()
+    assert '--shell_completion' not in top and 'shell-completion' not in top
+    seen = set()
+    for category in CATEGORIES:
+        actions = _actions(help_of(category))
+        assert actions, category
+        for action in actions:
+            text = help_of(category, action)
+            seen.add((category, action))
+            assert 'usage: minisched-manage %s %s' % (category, action) in text
+            assert 'action_kwarg' not in text.lower(), (category, action, text)
+            assert ('-f {' in text) == ((category, action) in DISPLAYS), (category, action)
+    assert DISPLAYS <= seen
+
+
+def test_list_help_offers_openstacks_output_options(help_of):
+    text = help_of('server', 'list')
+    for option in ('-f {csv,json,table,value,yaml}', '-c COLUMN', '--sort-column SORT_COLUMN',
+                   '--sort-ascending', '--sort-descending', '--all-projects', '--host HOST'):
+        assert option in text, option
+    assert '--all ' not in text  # the deprecated spelling works, unadvertised
+    assert 'Instance name or UUID' in help_of('server', 'show')
+    assert 'Instance name or UUID' in help_of('server', 'delete')
