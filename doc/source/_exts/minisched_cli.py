@@ -17,6 +17,10 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 import module_map
 
+# The commands' parsers are read, not run: no eventlet patching of the build's process
+# (minisched.cmd skips it when told so, as for any tool embedding minisched).
+os.environ.setdefault('MINISCHED_EVENTLET_PATCH', '0')
+
 #: Width the help text is wrapped at (argparse reads COLUMNS).
 HELP_WIDTH = 88
 
