@@ -45,3 +45,30 @@ man_pages = [
      'the minisched compute service', [author], 1),
 ]
 man_show_urls = False
+
+
+def _man_reference(translator, node):
+    """A link in a man page: its text in italics, then the address of an external one.
+
+    docutils 0.22's man writer binds reference handlers of its own to each translator,
+    hiding Sphinx's; for a link to another page they print an empty ``<>`` after the text.
+    """
+    from docutils import nodes
+    uri = node.get('refuri', '')
+    translator.body.append(translator.defs['emphasis'][0])
+    translator.visit_Text(node)
+    translator.body.append(translator.defs['emphasis'][1])
+    if uri.startswith(('http:', 'https:')) and node.astext() != uri:
+        translator.body.append(' <%s>' % uri)
+    raise nodes.SkipNode
+
+
+def setup(app):
+    from sphinx.writers.manpage import ManualPageTranslator
+
+    class Translator(ManualPageTranslator):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.visit_reference = lambda node: _man_reference(self, node)
+
+    app.set_translator('man', Translator)

@@ -35,7 +35,26 @@ def _manage_parser():
 
 def _cluster_parser():
     from minisched.cmd import cluster
-    return cluster._parser()
+    # Its defaults come from the environment and the working directory: show the ones a
+    # reader gets, not the build machine's.
+    saved = os.environ.pop('MINISCHED_TRANSPORT_URL', None)
+    try:
+        parser = cluster._parser()
+    finally:
+        if saved is not None:
+            os.environ['MINISCHED_TRANSPORT_URL'] = saved
+    _relative_defaults(parser, os.getcwd())
+    return parser
+
+
+def _relative_defaults(parser, cwd):
+    """Show default paths under ``cwd`` as ``./...``, in ``parser`` and its sub-parsers."""
+    for action in parser._actions:
+        if isinstance(action.default, str) and action.default.startswith(cwd + os.sep):
+            action.default = '.' + action.default[len(cwd):]
+        for sub in getattr(action, 'choices', None) or {}:
+            if isinstance(action.choices[sub], argparse.ArgumentParser):
+                _relative_defaults(action.choices[sub], cwd)
 
 
 #: The commands whose parsers the directive knows.
