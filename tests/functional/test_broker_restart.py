@@ -1,8 +1,8 @@
 """RabbitMQ stopped for 20 s and restarted while builds run: nothing accepted is lost or doubled.
 
 The cluster runs on a RabbitMQ node of its own (``private_broker``: the shared broker serves
-every other test and cannot be stopped). What is checked, in README "Delivery guarantees"
-terms:
+every other test and cannot be stopped). What is checked, in the terms of
+doc/source/admin/delivery.rst:
 
 * builds accepted before the outage (the API's cast returned: the broker confirmed it) all end
   ACTIVE, each instance created and spawned exactly once. Some were mid-spawn when the broker

@@ -1,9 +1,9 @@
 """Messages delivered twice build once: the idempotency half of minisched's delivery contract.
 
-RabbitMQ gives at-least-once delivery to minisched's durable queues (README, "Delivery
-guarantees"): a publish whose confirm was lost is repeated, a delivery whose ack was lost comes
-again. The handlers of the build messages must then do their work once. These tests send the
-same message twice on purpose, through the real conductor and computes:
+RabbitMQ gives at-least-once delivery to minisched's durable queues
+(doc/source/admin/delivery.rst): a publish whose confirm was lost is repeated, a delivery whose
+ack was lost comes again. The handlers of the build messages must then do their work once.
+These tests send the same message twice on purpose, through the real conductor and computes:
 
 * ``schedule_and_build_instances`` twice: one instance, created once, built once;
 * ``build_and_run_instance`` again for an instance that is already ACTIVE (a late duplicate,

@@ -7,7 +7,7 @@ Nova's recent RabbitMQ options: ``rabbit_quorum_queue`` (topic queues replicated
 node), ``rabbit_transient_quorum_queue`` (reply and fanout queues too) and
 ``rabbit_stream_fanout`` (one stream per fanout topic; it needs a consumer prefetch). During a
 bounded stream of creates the node leading the ``conductor`` queue is killed (SIGKILL of its
-Erlang VM) and started again. Checked, in README terms ("Delivery guarantees"):
+Erlang VM) and started again. Checked, in the terms of doc/source/admin/delivery.rst:
 
 * every accepted build ends ACTIVE or ERROR, once: one instance row, spawned at most once
   (ACTIVE ones exactly once), no build request left; a create the bus did not take is refused

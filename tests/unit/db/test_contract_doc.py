@@ -1,4 +1,4 @@
-"""doc/db-contract.md states the write retries the code makes (issue 37: it said 5, the code 10)."""
+"""doc/source/contributor/db-contract.rst states the write retries the code makes (issue 37: it said 5, the code 10)."""
 import pathlib
 import re
 from unittest import mock
@@ -9,7 +9,8 @@ from oslo_db import exception as db_exc
 from minisched.db import utils
 from tests.unit import base
 
-DOC = pathlib.Path(__file__).resolve().parents[3] / 'doc' / 'db-contract.md'
+DOC = (pathlib.Path(__file__).resolve().parents[3] / 'doc' / 'source' / 'contributor' /
+       'db-contract.rst')
 
 
 class TestContractDoc(base.TestCase):
