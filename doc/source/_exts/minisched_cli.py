@@ -16,10 +16,11 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 import module_map
+from minisched import monkey_patch
 
-# The commands' parsers are read, not run: no eventlet patching of the build's process
-# (minisched.cmd skips it when told so, as for any tool embedding minisched).
-os.environ.setdefault('MINISCHED_EVENTLET_PATCH', '0')
+# The commands' parsers are read, not run: the build's process embeds minisched, so the
+# command modules' own choice of a concurrency backend changes nothing in it.
+monkey_patch.embed()
 
 #: Width the help text is wrapped at (argparse reads COLUMNS).
 HELP_WIDTH = 88
