@@ -361,15 +361,15 @@ class HostState:
             fitted = hardware.numa_fit_instance_to_host(
                 self.numa_topology, numa_topology, limits=self.limits.get('numa_topology'),
                 pci_requests=pci_requests, pci_stats=self.pci_stats)
-            if fitted is None:
-                # Nova stores the None, and the request's later instances then pass the
-                # NUMATopologyFilter anywhere; keeping the request's topology keeps them
-                # fitted (the compute's claim stays the last word either way).
-                raise ValueError('the instance NUMA topology no longer fits')
+            # As in Nova, a topology that does not fit (no NUMATopologyFilter ran, or the
+            # host was forced) is dropped from the request: the host's NUMA usage stays as
+            # it is, the PCI devices are still taken (with no NUMA cells to match) and the
+            # I/O operation still counted; the request's later instances are not fitted.
             spec_obj.numa_topology = fitted
-            self.numa_topology = hardware.numa_usage_from_instance_numa(
-                self.numa_topology, fitted)
-            taken.numa_topology = fitted
+            if fitted is not None:
+                self.numa_topology = hardware.numa_usage_from_instance_numa(
+                    self.numa_topology, fitted)
+                taken.numa_topology = fitted
         if pci_requests:
             instance_cells = spec_obj.numa_topology.cells if spec_obj.numa_topology else None
             before = _pool_counts(self.pci_stats)
@@ -415,7 +415,8 @@ class HostState:
             self.numa_topology = hardware.numa_usage_from_instance_numa(
                 self.numa_topology, taken.numa_topology, free=True)
         if taken.pci_pools and self.pci_stats is not None:
-            _give_back_pools(self.pci_stats, taken.pci_pools)
+            for pool, count in taken.pci_pools:
+                self.pci_stats.give_back(pool, count)
             self.pci_stats = self.pci_stats  # the row has pools again
 
     def __repr__(self):
@@ -446,14 +447,10 @@ def _consumptions(spec_obj):
     return consumed
 
 
-def _pool_key(pool):
-    return tuple(sorted((key, repr(value)) for key, value in pool.items()
-                        if key not in ('count', 'devices')))
-
-
 def _pool_counts(stats):
-    """``{pool key: (count, copy of the pool)}`` of a PciDeviceStats."""
-    return {_pool_key(pool): (pool['count'], dict(pool)) for pool in stats.pools}
+    """``{pool identity: (count, copy of the pool)}`` of a PciDeviceStats."""
+    return {pci_stats_mod.pool_identity(pool): (pool['count'], dict(pool))
+            for pool in stats.pools}
 
 
 def _pools_taken(before, after):
@@ -463,19 +460,6 @@ def _pools_taken(before, after):
         if left < count:
             taken.append((pool, count - left))
     return taken
-
-
-def _give_back_pools(stats, taken):
-    """Return devices :meth:`PciDeviceStats.apply_requests` took (it drops emptied pools)."""
-    pools = {_pool_key(pool): pool for pool in stats.pools}
-    for pool, count in taken:
-        current = pools.get(_pool_key(pool))
-        if current is not None:
-            current['count'] += count
-        else:
-            restored = dict(pool, count=count)
-            stats.pools.append(restored)
-            pools[_pool_key(pool)] = restored
 
 
 class ReadOnlyDict(collections.abc.Mapping):
