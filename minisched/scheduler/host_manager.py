@@ -74,9 +74,6 @@ SKEW = datetime.timedelta(seconds=2)
 FULL, CHECK, LOOKBACK, QUICK = 'full', 'check', 'lookback', 'quick'
 #: Seconds to wait for one cell's rows before skipping it for this refresh.
 CELL_TIMEOUT_SECONDS = 60
-#: After this long without a newer compute node record, a host's in-memory consumption is
-#: dropped (the build it stood for never reached the compute).
-CONSUMPTION_TTL_SECONDS = 120
 
 
 class _HVSpec:
@@ -512,7 +509,8 @@ class HostManager:
             self._mappings_dirty = True  # perhaps the last unmapped host: see again
 
     def _expire_consumption(self):
-        """Drop in-memory consumption that no compute report followed within the TTL.
+        """Drop in-memory consumption that no compute report followed within
+        ``[filter_scheduler] consumption_ttl_seconds``.
 
         Only the consumptions that came due are visited (popped from the table's heap): a
         refresh costs the same whether ten or ten thousand hosts were consumed lately.
@@ -522,7 +520,7 @@ class HostManager:
         if not due:
             return
         cutoff = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
-            seconds=CONSUMPTION_TTL_SECONDS)
+            seconds=self.conf.filter_scheduler.consumption_ttl_seconds)
         while due and due[0][0] < cutoff:
             consumed_at, row = heapq.heappop(due)
             state = table.states[row]

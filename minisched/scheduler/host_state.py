@@ -339,6 +339,7 @@ class HostState:
     def consume_from_request(self, spec_obj):
         """Account for one instance of ``spec_obj`` placed here (swap is not counted)."""
         with self._lock:
+            times = (self.updated, self.consumed_at)
             try:
                 self._consume(spec_obj)
             except Exception:
@@ -346,6 +347,10 @@ class HostState:
             else:
                 self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
                 heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
+                consumed = getattr(spec_obj, _CONSUMED, None)
+                if consumed and consumed[-1].host_state is self:
+                    consumed[-1].times = times
+                    consumed[-1].consumed_at = self.consumed_at
 
     def _consume(self, spec_obj):
         """Nova's ``_locked_consume_from_request``, recording on ``spec_obj`` what it took
@@ -418,6 +423,17 @@ class HostState:
             for pool, count in taken.pci_pools:
                 self.pci_stats.give_back(pool, count)
             self.pci_stats = self.pci_stats  # the row has pools again
+        if taken.consumed_at is not None and self.consumed_at == taken.consumed_at:
+            # Still the host's latest consumption: its times are again those from before,
+            # so that what expires is the earlier consumption's (if any) and a record older
+            # than this one is not ignored.
+            self.updated, self.consumed_at = taken.times
+            if self.consumed_at is not None:
+                heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
+            elif self.last_compute is not None:
+                # Nothing consumed in memory any more: the host is its latest record (which
+                # a refresh may have skipped, as older than this consumption).
+                self._update_from_compute_node(self.last_compute)
 
     def __repr__(self):
         return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s' %
@@ -428,11 +444,15 @@ class HostState:
 class _Consumption:
     """What one ``consume_from_request`` took from one host."""
 
-    __slots__ = ('host_state', 'counted', 'io_op', 'numa_topology', 'pci_pools')
+    __slots__ = ('host_state', 'counted', 'io_op', 'numa_topology', 'pci_pools', 'times',
+                 'consumed_at')
 
     def __init__(self, host_state):
         self.host_state = host_state
         self.counted = self.io_op = False
+        #: The host's ``(updated, consumed_at)`` before, and its ``consumed_at`` after.
+        self.times = (None, None)
+        self.consumed_at = None
         #: The fitted instance topology whose usage was added to the host's, or None.
         self.numa_topology = None
         #: ``[(pool dict, devices taken)]``.
