@@ -173,6 +173,9 @@ class FilterScheduler(driver.Scheduler):
         # Handed to filters as Nova's filter_properties['config_options'] was (not a field).
         spec_obj.config_options = self.options.get_configuration()
         candidates = self._get_all_host_candidates(elevated, spec_obj)
+        if not self.conf.filter_scheduler.track_instance_changes:
+            # No compute sends its instances: read them, as Nova does then.
+            self.host_manager.read_instances(elevated, self.pipeline.states(candidates))
         hosts_in = len(candidates)
         num_instances = len(instance_uuids) if instance_uuids else spec_obj.num_instances
         num_alts = self.conf.scheduler.max_attempts - 1 if return_alternates else 0
