@@ -62,26 +62,39 @@ def scheduler(conf, rows, pipeline=filter_scheduler.RowPipeline):
     return fs
 
 
-def picture(state):
+def numa_usage(topology):
+    """Per NUMA cell of ``topology`` (or None): pinned CPUs, shared CPU and memory usage, and
+    the pages used of each size."""
+    if not topology:
+        return None
+    return [(sorted(cell.pinned_cpus), cell.cpu_usage, cell.memory_usage,
+             [(page.size_kb, page.used) for page in cell.mempages or ()])
+            for cell in topology.cells]
+
+
+def pool_counts(pci_stats):
+    """The pools of ``pci_stats`` (or None) in their order, with their counts."""
+    return [(pool['vendor_id'], pool['product_id'], pool.get('numa_node'), pool['count'])
+            for pool in pci_stats.pools] if pci_stats else []
+
+
+def picture(state, times=True):
     """What a consumption changes in ``state``, comparable with ``==``: sizes, counters,
-    per NUMA cell the pinned CPUs, shared CPU and memory usage and pages used, the PCI
-    pools in their order, the times and the instances."""
-    cells = None
-    if state.numa_topology:
-        cells = [(sorted(cell.pinned_cpus), cell.cpu_usage, cell.memory_usage,
-                  [(page.size_kb, page.used) for page in cell.mempages or ()])
-                 for cell in state.numa_topology.cells]
-    pools = [(pool['vendor_id'], pool['product_id'], pool.get('numa_node'), pool['count'])
-             for pool in state.pci_stats.pools] if state.pci_stats else []
-    return {'host': state.host, 'free_ram_mb': state.free_ram_mb,
-            'free_disk_mb': state.free_disk_mb, 'vcpus_used': state.vcpus_used,
-            'num_instances': state.num_instances, 'num_io_ops': state.num_io_ops,
-            'numa': cells, 'pools': pools, 'updated': state.updated,
-            'consumed_at': state.consumed_at, 'instances': sorted(state.instances)}
+    NUMA usage, the PCI pools in their order, the instances and (with ``times``) the times.
+    """
+    result = {'host': state.host, 'free_ram_mb': state.free_ram_mb,
+              'free_disk_mb': state.free_disk_mb, 'vcpus_used': state.vcpus_used,
+              'num_instances': state.num_instances, 'num_io_ops': state.num_io_ops,
+              'numa': numa_usage(state.numa_topology), 'pools': pool_counts(state.pci_stats),
+              'instances': sorted(state.instances)}
+    if times:
+        result.update(updated=state.updated, consumed_at=state.consumed_at)
+    return result
 
 
-def pictures(fs):
-    return [picture(state) for _key, state in sorted(fs.host_manager.host_state_map.items())]
+def pictures(fs, times=True):
+    return [picture(state, times)
+            for _key, state in sorted(fs.host_manager.host_state_map.items())]
 
 
 def numa_spec(conf, extra_specs, memory_mb=1024, vcpus=2, num_instances=1, **kw):
