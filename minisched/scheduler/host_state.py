@@ -343,14 +343,14 @@ class HostState:
             try:
                 self._consume(spec_obj)
             except Exception:
+                # What was taken before the failure stays taken (and expires with the rest).
                 LOG.exception('Failed to consume request on host %s', self.host)
-            else:
-                self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
-                heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
-                consumed = getattr(spec_obj, _CONSUMED, None)
-                if consumed and consumed[-1].host_state is self:
-                    consumed[-1].times = times
-                    consumed[-1].consumed_at = self.consumed_at
+            self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
+            heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
+            consumed = getattr(spec_obj, _CONSUMED, None)
+            if consumed and consumed[-1].host_state is self:
+                consumed[-1].times = times
+                consumed[-1].consumed_at = self.consumed_at
 
     def _consume(self, spec_obj):
         """Nova's ``_locked_consume_from_request``, recording on ``spec_obj`` what it took

@@ -163,6 +163,16 @@ class TestConsumptionAgainstNovasRule(base.TestCase):
                                    'pci_passthrough:alias': 'nic:1'},
                    'size': (1024, 2), 'count': 3, 'force': 'h0'}],
         numa_filters=True)
+    @example(  # a forced PCI request fails half-way on a host without devices; a later
+        # request that fails as a whole must not take back what that one took
+        hosts=[{'nodes': 2, 'cpus_per_node': 2, 'hugepages': (), 'pools': []},
+               {'nodes': 1, 'cpus_per_node': 2, 'hugepages': (), 'pools': []},
+               {'nodes': 1, 'cpus_per_node': 2, 'hugepages': (), 'pools': []}],
+        requests=[{'extra_specs': {'pci_passthrough:alias': 'nic:1'}, 'size': (1024, 2),
+                   'count': 1, 'force': 'h0'},
+                  {'extra_specs': {'hw:numa_nodes': '2'}, 'size': (1024, 2), 'count': 3,
+                   'force': None}],
+        numa_filters=True)
     @given(hosts=st.lists(host_st, min_size=3, max_size=3),
            requests=st.lists(request_st, min_size=1, max_size=6),
            numa_filters=st.booleans())
