@@ -343,9 +343,12 @@ class HostState:
             try:
                 self._consume(spec_obj)
             except Exception:
-                # What was taken before the failure stays taken (and expires with the rest).
+                # What was taken before the failure stays taken, and expires with the rest;
+                # as in Nova (set_update_time_on_success), ``updated`` is left as it was.
                 LOG.exception('Failed to consume request on host %s', self.host)
-            self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
+                self.consumed_at = timeutils.utcnow(with_timezone=True)
+            else:
+                self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
             heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
             consumed = getattr(spec_obj, _CONSUMED, None)
             if consumed and consumed[-1].host_state is self:
