@@ -26,6 +26,7 @@ from minisched.db import utils as db_utils
 from minisched import objects
 from minisched.objects import pci_device_pool
 from minisched.pci import stats as pci_stats_mod
+from minisched.scheduler import numa_bounds
 from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ BOOL_COLUMNS = ('mapped',)
 _NULLABLE_INTS = frozenset(['hypervisor_version'])
 #: Attributes whose truthiness the table tracks per row (:attr:`HostStateTable.flagged`).
 TRACKED_ATTRIBUTES = ('aggregates', 'numa_topology')
+#: Columns the table keeps of each row's ``numa_topology`` (not host attributes).
+NUMA_COLUMNS = numa_bounds.FREE_PCPU_COLUMNS
 #: Flagged rows whose ``pci_stats`` has device pools (a PciDeviceStats is always truthy).
 PCI_POOLS = 'pci_stats'
 #: Attribute of a RequestSpec where consume_from_request records what it took, per host, for
@@ -68,6 +71,8 @@ class HostStateTable:
             self.columns[name] = np.full(self.capacity, np.nan, dtype=np.float64)
         for name in BOOL_COLUMNS:
             self.columns[name] = np.zeros(self.capacity, dtype=bool)
+        for name in NUMA_COLUMNS:
+            self.columns[name] = np.zeros(self.capacity, dtype=np.int64)
         self.columns['hypervisor_version'][:] = _NONE_INT
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
@@ -107,7 +112,7 @@ class HostStateTable:
                 self._grow()
             row = self.size
             self.size += 1
-        for name in INT_COLUMNS:
+        for name in INT_COLUMNS + NUMA_COLUMNS:
             self.columns[name][row] = 0
         for name in FLOAT_COLUMNS:
             self.columns[name][row] = np.nan
@@ -176,6 +181,21 @@ def _tracked_attribute(name):
             rows.discard(self._row)
 
     return property(getter, setter, doc='%s (truthiness tracked per row)' % name)
+
+
+def _numa_topology_property():
+    """``numa_topology``, its truthiness tracked, with the free dedicated CPUs of its cells
+    kept in the table's :data:`NUMA_COLUMNS` (see :mod:`minisched.scheduler.numa_bounds`).
+    """
+    tracked = _tracked_attribute('numa_topology')
+
+    def setter(self, value):
+        tracked.fset(self, value)
+        columns, row = self._table.columns, self._row
+        for name, free in zip(NUMA_COLUMNS, numa_bounds.free_pcpus(value)):
+            columns[name][row] = free
+
+    return property(tracked.fget, setter, doc='NUMATopology of the host, or None')
 
 
 def _pci_stats_property():
@@ -250,7 +270,8 @@ class HostState:
 
     locals().update({name: _int_column(name) for name in INT_COLUMNS})
     locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
-    locals().update({name: _tracked_attribute(name) for name in TRACKED_ATTRIBUTES})
+    aggregates = _tracked_attribute('aggregates')
+    numa_topology = _numa_topology_property()
     pci_stats = _pci_stats_property()
 
     @property
