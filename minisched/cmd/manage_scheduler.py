@@ -135,7 +135,7 @@ class SchedulerCommands:
             with manage_flavor.broker_errors():
                 host_lists = scheduler_api_factory(CONF).select_destinations(
                     ctxt, spec, instance_uuids=None, return_objects=True,
-                    return_alternates=alternates)
+                    return_alternates=alternates, dry_run=True)
         except exception.NoValidHost as exc:
             return manage_flavor.error(exc.format_message())  # str(exc) has the remote trace
         except messaging.MessagingTimeout:

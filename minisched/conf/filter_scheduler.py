@@ -33,6 +33,28 @@ Computes send their instance lists to the schedulers
 (``update_instance_info`` and friends) and the schedulers keep them, instead
 of reading instances from the database per request. Read by both the
 scheduler and the compute."""),
+    cfg.IntOpt('consumption_ttl_seconds', default=120, min=1, help="""
+Seconds a scheduler worker keeps the resources it took from a host it chose
+while no newer record of that host follows.
+
+Each worker subtracts an instance's resources (RAM, disk, vCPUs, NUMA
+cells, PCI devices, I/O operations) from its copy of the chosen host at
+once, so that the next requests see them used before the compute reports.
+A compute node record written after the choice replaces that copy; when
+none comes (the build never reached the compute, or the compute stopped
+reporting), the consumption is dropped after this many seconds and the
+host is seen as last reported. Dry runs (``minisched-manage scheduler
+select``) consume nothing that outlives their request.
+
+Lower values give the capacity of abandoned builds back sooner, but a host
+whose reports take longer than this may be offered more than it has (its
+claims then fail and the builds are rescheduled); higher values keep
+abandoned capacity unused longer. Valid values: an integer of at least 1.
+Keep it above the computes' resource update interval (60 s by default).
+Nova has no such setting: its scheduler rebuilds host states from the
+database for every request.
+
+Related options: ``[DEFAULT] update_resources_interval``"""),
     cfg.MultiStrOpt('available_filters', default=[ALL_FILTERS], help="""
 Filters the scheduler may use: entry point names, dotted paths to filter
 classes or to functions returning them, or Nova's names of its filters.

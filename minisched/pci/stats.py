@@ -67,6 +67,12 @@ def _only_if_requested(pools, request, wanted):
     return [pool for pool in pools if not wanted(pool)]
 
 
+def pool_identity(pool):
+    """What tells one pool from another: every key but its ``count`` and ``devices``."""
+    return tuple(sorted((key, repr(value)) for key, value in pool.items()
+                        if key not in ('count', 'devices')))
+
+
 class PciDeviceStats:
     """The PCI device pools of one host.
 
@@ -89,6 +95,9 @@ class PciDeviceStats:
         self.numa_topology = numa_topology
         self.pools = [pool.to_dict() for pool in stats] if stats else []
         self.pools.sort(key=len)
+        #: The pools in the order reported (the list only: counts change in place), where
+        #: ``give_back`` puts back a pool that ``apply_requests`` emptied and dropped.
+        self._reported = list(self.pools)
         # One shared empty filter for the scheduler's many stats built from pool lists.
         self.dev_filter = dev_filter or _NO_DEVICE_SPEC
 
@@ -483,6 +492,27 @@ class PciDeviceStats:
             rp_uuids = self._get_rp_uuids_for_request(provider_mapping, request)
             if not self._apply_request(self.pools, request, rp_uuids, numa_cells):
                 raise exception.PciDeviceRequestFailed(requests=requests)
+
+    def give_back(self, pool, count):
+        """Return ``count`` devices that ``apply_requests`` took from ``pool`` (a copy
+        of the pool as it was then).
+
+        A pool the request emptied was dropped from the list: it goes back to its place
+        in the reported order, which is the order Nova's next request starts from (Nova
+        builds the pools from the compute node's record for every request).
+        """
+        identity = pool_identity(pool)
+        for current in self.pools:
+            if pool_identity(current) == identity:
+                current['count'] += count
+                return
+        reported = {pool_identity(each): rank for rank, each in enumerate(self._reported)}
+        unknown = len(reported)  # a pool not reported (added since) goes last
+        rank = reported.get(identity, unknown)
+        position = next((index for index, current in enumerate(self.pools)
+                         if reported.get(pool_identity(current), unknown) > rank),
+                        len(self.pools))
+        self.pools.insert(position, dict(pool, count=count))
 
     # -- views --
 

@@ -42,7 +42,8 @@ class ChanceScheduler(driver.Scheduler):
 
     def select_destinations(self, context, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid,
                             provider_summaries, allocation_request_version=None,
-                            return_alternates=False):
+                            return_alternates=False, dry_run=False):
+        # Consumes nothing: a dry run is an ordinary run.
         num_instances = len(instance_uuids) if instance_uuids else spec_obj.num_instances
         host_lists = self._schedule(context, 'compute', spec_obj, instance_uuids,
                                     return_alternates)

@@ -29,7 +29,7 @@ class Scheduler(abc.ABC):
     @abc.abstractmethod
     def select_destinations(self, context, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid,
                             provider_summaries, allocation_request_version=None,
-                            return_alternates=False):
+                            return_alternates=False, dry_run=False):
         """Return, per instance, a list of Selections: the chosen host first, then alternates.
 
         :param spec_obj: the RequestSpec
@@ -37,5 +37,7 @@ class Scheduler(abc.ABC):
         :param alloc_reqs_by_rp_uuid: always None in minisched (no Placement)
         :param provider_summaries: always None in minisched (no Placement)
         :param return_alternates: add up to ``max_attempts - 1`` alternates per instance
+        :param dry_run: decide as usual, but keep nothing the request consumed once it is
+            answered (a minisched extension)
         :raises NoValidHost: when fewer hosts than instances fit
         """

@@ -145,13 +145,15 @@ class FilterScheduler(driver.Scheduler):
 
     def select_destinations(self, context, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid,
                             provider_summaries, allocation_request_version=None,
-                            return_alternates=False):
+                            return_alternates=False, dry_run=False):
         if not self.notifier.is_enabled():  # the payload alone costs a third of a millisecond
-            return self._schedule(context, spec_obj, instance_uuids, return_alternates)
+            return self._schedule(context, spec_obj, instance_uuids, return_alternates,
+                                  dry_run)
         payload = {'request_spec': objects_base.obj_to_primitive(
             spec_obj.to_legacy_request_spec_dict())}
         self.notifier.info(context, 'scheduler.select_destinations.start', dict(payload))
-        selections = self._schedule(context, spec_obj, instance_uuids, return_alternates)
+        selections = self._schedule(context, spec_obj, instance_uuids, return_alternates,
+                                    dry_run)
         self.notifier.info(context, 'scheduler.select_destinations.end', dict(payload))
         return selections
 
@@ -161,12 +163,19 @@ class FilterScheduler(driver.Scheduler):
         self.host_manager.refresh(context)
         return self.pipeline.initial(context, spec_obj)
 
-    def _schedule(self, context, spec_obj, instance_uuids, return_alternates=False):
+    def _schedule(self, context, spec_obj, instance_uuids, return_alternates=False,
+                  dry_run=False):
+        """The selections of a request; with ``dry_run``, decided exactly as usual (each
+        instance sees the earlier ones' consumption) and then everything the request
+        consumed is given back, so that nothing of it outlives the request."""
         start = time.monotonic()
         elevated = context.elevated()
         # Handed to filters as Nova's filter_properties['config_options'] was (not a field).
         spec_obj.config_options = self.options.get_configuration()
         candidates = self._get_all_host_candidates(elevated, spec_obj)
+        if not self.conf.filter_scheduler.track_instance_changes:
+            # No compute sends its instances: read them, as Nova does then.
+            self.host_manager.read_instances(elevated, self.pipeline.states(candidates))
         hosts_in = len(candidates)
         num_instances = len(instance_uuids) if instance_uuids else spec_obj.num_instances
         num_alts = self.conf.scheduler.max_attempts - 1 if return_alternates else 0
@@ -175,7 +184,7 @@ class FilterScheduler(driver.Scheduler):
         top = None
         if num_instances == 1:
             top = self.conf.filter_scheduler.host_subset_size + num_alts
-        selected, last_result, filters_ran = [], None, False
+        selected, added, last_result, filters_ran = [], [], None, False
         for num in range(num_instances):
             instance_uuid = instance_uuids[num] if instance_uuids else None
             if instance_uuid:
@@ -188,10 +197,13 @@ class FilterScheduler(driver.Scheduler):
             chosen = self.pipeline.state(candidates, 0)
             self._set_limits(chosen, spec_obj, filters_ran)
             selected.append(chosen)
-            self._consume_selected_host(chosen, spec_obj, instance_uuid)
-        self._ensure_sufficient_hosts(selected, num_instances, last_result, spec_obj)
+            if self._consume_selected_host(chosen, spec_obj, instance_uuid):
+                added.append((chosen, instance_uuid))
+        self._ensure_sufficient_hosts(selected, added, num_instances, last_result, spec_obj)
         selections = self._get_alternate_hosts(selected, spec_obj, candidates, num_instances - 1,
                                                num_alts, filters_ran)
+        if dry_run:
+            self._give_back(selected, added, spec_obj)
         elapsed = time.monotonic() - start
         self.last_stats = {'seconds': elapsed, 'hosts_in': hosts_in,
                            'filter_counts': last_result.counts if last_result else []}
@@ -233,6 +245,8 @@ class FilterScheduler(driver.Scheduler):
                 flt._filter_one(host_state, spec_obj)
 
     def _consume_selected_host(self, selected_host, spec_obj, instance_uuid=None):
+        """Consume the request from the chosen host; True when the instance was added to
+        the host's instances (see :meth:`_give_back`)."""
         LOG.debug('Selected host: %(host)s', {'host': selected_host})
         selected_host.consume_from_request(spec_obj)
         group = spec_obj.instance_group if spec_obj.obj_attr_is_set('instance_group') else None
@@ -245,13 +259,23 @@ class FilterScheduler(driver.Scheduler):
                 selected_host.instances[instance_uuid] = instance_obj.Instance(
                     uuid=instance_uuid,
                     instance_type_id=flavor.id if flavor.obj_attr_is_set('id') else None)
+                return True
+        return False
 
-    def _ensure_sufficient_hosts(self, selected, num_instances, last_result, spec_obj):
+    @staticmethod
+    def _give_back(selected, added, spec_obj):
+        """Undo the request's consumption of ``selected`` hosts, latest first, and drop the
+        instances it added to them (``added``: ``(host state, instance uuid)``)."""
+        for host_state in reversed(selected):
+            host_state.unconsume_from_request(spec_obj)
+        for host_state, instance_uuid in added:
+            host_state.instances.pop(instance_uuid, None)
+
+    def _ensure_sufficient_hosts(self, selected, added, num_instances, last_result, spec_obj):
         if len(selected) >= num_instances:
             return
         # Nothing is built for a request that fails as a whole: give back what it took.
-        for host_state in selected:
-            host_state.unconsume_from_request(spec_obj)
+        self._give_back(selected, added, spec_obj)
         metrics.record_no_valid_host(last_result.counts if last_result is not None else None)
         reason = 'There are not enough hosts available.'
         explanation = last_result.explain() if last_result is not None else ''

@@ -3,9 +3,10 @@
 Unlike Nova's (which rebuilds every host state from the database on every request), host
 states here live for the process and are refreshed incrementally: each refresh reads only the
 compute node and service rows changed since the previous one (``updated_at``), so an unchanged
-cluster costs one indexed query per cell. Instance lists come from the computes' fanout casts,
-aggregates from the API's; host mappings are read while a host held is unmapped or new, else
-at most every ``MAPPINGS_SECONDS``.
+cluster costs one indexed query per cell. Instance lists come from the computes' fanout casts
+(with ``[filter_scheduler] track_instance_changes`` off, from the cell databases: read for
+each request's candidates), aggregates from the API's; host mappings are read while a host
+held is unmapped or new, else at most every ``MAPPINGS_SECONDS``.
 
 A row can be committed after a row with a newer timestamp was read (two conductors, a slow
 commit). Each read therefore looks back before the newest timestamp seen: ``QUICK_SKEW`` on
@@ -75,9 +76,9 @@ SKEW = datetime.timedelta(seconds=2)
 FULL, CHECK, LOOKBACK, QUICK = 'full', 'check', 'lookback', 'quick'
 #: Seconds to wait for one cell's rows before skipping it for this refresh.
 CELL_TIMEOUT_SECONDS = 60
-#: After this long without a newer compute node record, a host's in-memory consumption is
-#: dropped (the build it stood for never reached the compute).
-CONSUMPTION_TTL_SECONDS = 120
+#: With ``track_instance_changes`` off, a cell with more candidate hosts than this has all
+#: its live instances read rather than those of the hosts listed (one query either way).
+HOSTS_PER_INSTANCE_QUERY = 500
 
 
 class _HVSpec:
@@ -523,7 +524,8 @@ class HostManager:
             self._mappings_dirty = True  # perhaps the last unmapped host: see again
 
     def _expire_consumption(self):
-        """Drop in-memory consumption that no compute report followed within the TTL.
+        """Drop in-memory consumption that no compute report followed within
+        ``[filter_scheduler] consumption_ttl_seconds``.
 
         Only the consumptions that came due are visited (popped from the table's heap): a
         refresh costs the same whether ten or ten thousand hosts were consumed lately.
@@ -533,7 +535,7 @@ class HostManager:
         if not due:
             return
         cutoff = timeutils.utcnow(with_timezone=True) - datetime.timedelta(
-            seconds=CONSUMPTION_TTL_SECONDS)
+            seconds=self.conf.filter_scheduler.consumption_ttl_seconds)
         while due and due[0][0] < cutoff:
             consumed_at, row = heapq.heappop(due)
             state = table.states[row]
@@ -673,6 +675,34 @@ class HostManager:
         if info is None:
             info = self._instance_info[host] = {'instances': {}, 'updated': False}
         return info['instances']
+
+    def read_instances(self, context, states):
+        """Give each host state its instances as the cell databases list them now.
+
+        Nova's ``_get_instance_info`` when computes send no updates (``[filter_scheduler]
+        track_instance_changes`` off): the affinity, Same/DifferentHost and TypeAffinity
+        filters then see each request's candidates as the databases have them. One query
+        per cell of the candidates, not one per host.
+        """
+        hosts_by_cell = collections.defaultdict(set)
+        for state in states:
+            hosts_by_cell[state.cell_uuid].add(state.host)
+        cells = {cell.uuid if cell is not None else LOCAL_CELL_UUID: cell
+                 for cell in self.cells or (None,)}
+        found = collections.defaultdict(dict)
+        for cell_uuid, hosts in hosts_by_cell.items():
+            filters = {'deleted': False}
+            if len(hosts) <= HOSTS_PER_INSTANCE_QUERY:
+                filters['host'] = sorted(hosts)
+            with ms_context.target_cell(context, cells.get(cell_uuid)) as cctxt:
+                rows = db.instance_get_all_by_filters(cctxt, filters, sort_key='id',
+                                                      sort_dir='asc')
+            for row in rows:
+                if row['host'] in hosts:
+                    found[row['host']][row['uuid']] = _tracked_instance(row)
+        for state in states:
+            # A dict of its own: the request adds the instances it places to it.
+            state.instances = dict(found.get(state.host, ()))
 
     def _set_host_instances(self, host, instances, updated):
         self._instance_info[host] = {'instances': instances, 'updated': updated}

@@ -26,6 +26,7 @@ from minisched.db import utils as db_utils
 from minisched import objects
 from minisched.objects import pci_device_pool
 from minisched.pci import stats as pci_stats_mod
+from minisched.scheduler import numa_bounds
 from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ BOOL_COLUMNS = ('mapped',)
 _NULLABLE_INTS = frozenset(['hypervisor_version'])
 #: Attributes whose truthiness the table tracks per row (:attr:`HostStateTable.flagged`).
 TRACKED_ATTRIBUTES = ('aggregates', 'numa_topology')
+#: Columns the table keeps of each row's ``numa_topology`` (not host attributes).
+NUMA_COLUMNS = numa_bounds.FREE_PCPU_COLUMNS
 #: Flagged rows whose ``pci_stats`` has device pools (a PciDeviceStats is always truthy).
 PCI_POOLS = 'pci_stats'
 #: Attribute of a RequestSpec where consume_from_request records what it took, per host, for
@@ -68,6 +71,8 @@ class HostStateTable:
             self.columns[name] = np.full(self.capacity, np.nan, dtype=np.float64)
         for name in BOOL_COLUMNS:
             self.columns[name] = np.zeros(self.capacity, dtype=bool)
+        for name in NUMA_COLUMNS:
+            self.columns[name] = np.zeros(self.capacity, dtype=np.int64)
         self.columns['hypervisor_version'][:] = _NONE_INT
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
@@ -107,7 +112,7 @@ class HostStateTable:
                 self._grow()
             row = self.size
             self.size += 1
-        for name in INT_COLUMNS:
+        for name in INT_COLUMNS + NUMA_COLUMNS:
             self.columns[name][row] = 0
         for name in FLOAT_COLUMNS:
             self.columns[name][row] = np.nan
@@ -176,6 +181,21 @@ def _tracked_attribute(name):
             rows.discard(self._row)
 
     return property(getter, setter, doc='%s (truthiness tracked per row)' % name)
+
+
+def _numa_topology_property():
+    """``numa_topology``, its truthiness tracked, with the free dedicated CPUs of its cells
+    kept in the table's :data:`NUMA_COLUMNS` (see :mod:`minisched.scheduler.numa_bounds`).
+    """
+    tracked = _tracked_attribute('numa_topology')
+
+    def setter(self, value):
+        tracked.fset(self, value)
+        columns, row = self._table.columns, self._row
+        for name, free in zip(NUMA_COLUMNS, numa_bounds.free_pcpus(value)):
+            columns[name][row] = free
+
+    return property(tracked.fget, setter, doc='NUMATopology of the host, or None')
 
 
 def _pci_stats_property():
@@ -250,7 +270,8 @@ class HostState:
 
     locals().update({name: _int_column(name) for name in INT_COLUMNS})
     locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
-    locals().update({name: _tracked_attribute(name) for name in TRACKED_ATTRIBUTES})
+    aggregates = _tracked_attribute('aggregates')
+    numa_topology = _numa_topology_property()
     pci_stats = _pci_stats_property()
 
     @property
@@ -339,13 +360,21 @@ class HostState:
     def consume_from_request(self, spec_obj):
         """Account for one instance of ``spec_obj`` placed here (swap is not counted)."""
         with self._lock:
+            times = (self.updated, self.consumed_at)
             try:
                 self._consume(spec_obj)
             except Exception:
+                # What was taken before the failure stays taken, and expires with the rest;
+                # as in Nova (set_update_time_on_success), ``updated`` is left as it was.
                 LOG.exception('Failed to consume request on host %s', self.host)
+                self.consumed_at = timeutils.utcnow(with_timezone=True)
             else:
                 self.updated = self.consumed_at = timeutils.utcnow(with_timezone=True)
-                heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
+            heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
+            consumed = getattr(spec_obj, _CONSUMED, None)
+            if consumed and consumed[-1].host_state is self:
+                consumed[-1].times = times
+                consumed[-1].consumed_at = self.consumed_at
 
     def _consume(self, spec_obj):
         """Nova's ``_locked_consume_from_request``, recording on ``spec_obj`` what it took
@@ -361,15 +390,15 @@ class HostState:
             fitted = hardware.numa_fit_instance_to_host(
                 self.numa_topology, numa_topology, limits=self.limits.get('numa_topology'),
                 pci_requests=pci_requests, pci_stats=self.pci_stats)
-            if fitted is None:
-                # Nova stores the None, and the request's later instances then pass the
-                # NUMATopologyFilter anywhere; keeping the request's topology keeps them
-                # fitted (the compute's claim stays the last word either way).
-                raise ValueError('the instance NUMA topology no longer fits')
+            # As in Nova, a topology that does not fit (no NUMATopologyFilter ran, or the
+            # host was forced) is dropped from the request: the host's NUMA usage stays as
+            # it is, the PCI devices are still taken (with no NUMA cells to match) and the
+            # I/O operation still counted; the request's later instances are not fitted.
             spec_obj.numa_topology = fitted
-            self.numa_topology = hardware.numa_usage_from_instance_numa(
-                self.numa_topology, fitted)
-            taken.numa_topology = fitted
+            if fitted is not None:
+                self.numa_topology = hardware.numa_usage_from_instance_numa(
+                    self.numa_topology, fitted)
+                taken.numa_topology = fitted
         if pci_requests:
             instance_cells = spec_obj.numa_topology.cells if spec_obj.numa_topology else None
             before = _pool_counts(self.pci_stats)
@@ -415,8 +444,20 @@ class HostState:
             self.numa_topology = hardware.numa_usage_from_instance_numa(
                 self.numa_topology, taken.numa_topology, free=True)
         if taken.pci_pools and self.pci_stats is not None:
-            _give_back_pools(self.pci_stats, taken.pci_pools)
+            for pool, count in taken.pci_pools:
+                self.pci_stats.give_back(pool, count)
             self.pci_stats = self.pci_stats  # the row has pools again
+        if taken.consumed_at is not None and self.consumed_at == taken.consumed_at:
+            # Still the host's latest consumption: its times are again those from before,
+            # so that what expires is the earlier consumption's (if any) and a record older
+            # than this one is not ignored.
+            self.updated, self.consumed_at = taken.times
+            if self.consumed_at is not None:
+                heapq.heappush(self._table.consumption_due, (self.consumed_at, self._row))
+            elif self.last_compute is not None:
+                # Nothing consumed in memory any more: the host is its latest record (which
+                # a refresh may have skipped, as older than this consumption).
+                self._update_from_compute_node(self.last_compute)
 
     def __repr__(self):
         return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s' %
@@ -427,11 +468,15 @@ class HostState:
 class _Consumption:
     """What one ``consume_from_request`` took from one host."""
 
-    __slots__ = ('host_state', 'counted', 'io_op', 'numa_topology', 'pci_pools')
+    __slots__ = ('host_state', 'counted', 'io_op', 'numa_topology', 'pci_pools', 'times',
+                 'consumed_at')
 
     def __init__(self, host_state):
         self.host_state = host_state
         self.counted = self.io_op = False
+        #: The host's ``(updated, consumed_at)`` before, and its ``consumed_at`` after.
+        self.times = (None, None)
+        self.consumed_at = None
         #: The fitted instance topology whose usage was added to the host's, or None.
         self.numa_topology = None
         #: ``[(pool dict, devices taken)]``.
@@ -446,14 +491,10 @@ def _consumptions(spec_obj):
     return consumed
 
 
-def _pool_key(pool):
-    return tuple(sorted((key, repr(value)) for key, value in pool.items()
-                        if key not in ('count', 'devices')))
-
-
 def _pool_counts(stats):
-    """``{pool key: (count, copy of the pool)}`` of a PciDeviceStats."""
-    return {_pool_key(pool): (pool['count'], dict(pool)) for pool in stats.pools}
+    """``{pool identity: (count, copy of the pool)}`` of a PciDeviceStats."""
+    return {pci_stats_mod.pool_identity(pool): (pool['count'], dict(pool))
+            for pool in stats.pools}
 
 
 def _pools_taken(before, after):
@@ -463,19 +504,6 @@ def _pools_taken(before, after):
         if left < count:
             taken.append((pool, count - left))
     return taken
-
-
-def _give_back_pools(stats, taken):
-    """Return devices :meth:`PciDeviceStats.apply_requests` took (it drops emptied pools)."""
-    pools = {_pool_key(pool): pool for pool in stats.pools}
-    for pool, count in taken:
-        current = pools.get(_pool_key(pool))
-        if current is not None:
-            current['count'] += count
-        else:
-            restored = dict(pool, count=count)
-            stats.pools.append(restored)
-            pools[_pool_key(pool)] = restored
 
 
 class ReadOnlyDict(collections.abc.Mapping):

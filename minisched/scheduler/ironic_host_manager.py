@@ -49,7 +49,7 @@ class IronicNodeState(host_state.HostState):
 
     def _unconsume(self, spec_obj):
         """A whole node comes back whole: as its last record says."""
-        self.updated = None
+        self.updated = self.consumed_at = None
         if self.last_compute is not None:
             self._update_from_compute_node(self.last_compute)
 

@@ -118,14 +118,19 @@ class SchedulerManager(manager.Manager):
     @messaging.expected_exceptions(exception.NoValidHost, exception.InvalidRequestSpec)
     def select_destinations(self, ctxt, request_spec=None, filter_properties=None,
                             spec_obj=_sentinel, instance_uuids=None, return_objects=False,
-                            return_alternates=False):
-        """Return, per instance, the chosen host (and alternates when asked)."""
+                            return_alternates=False, dry_run=False):
+        """Return, per instance, the chosen host (and alternates when asked).
+
+        ``dry_run`` (minisched's own, never sent by Nova's callers): decide as usual, but
+        keep nothing of the request's consumption once it is answered.
+        """
         if spec_obj is _sentinel:
             spec_obj = _spec_from_primitives(ctxt, request_spec, filter_properties)
         _validate(spec_obj, instance_uuids)
         return_alternates = bool(return_alternates and return_objects)
         selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids, None,
-                                                     None, None, return_alternates)
+                                                     None, None, return_alternates,
+                                                     dry_run=bool(dry_run))
         if not return_objects:
             return jsonutils.to_primitive([sel[0].to_dict() for sel in selections])
         return selections

@@ -33,11 +33,18 @@ class SchedulerAPI:
         self.client = rpc.get_client(target, version_cap=rpc.version_cap(conf, 'scheduler'))
 
     def select_destinations(self, ctxt, spec_obj, instance_uuids, return_objects=False,
-                            return_alternates=False):
-        """Ask one scheduler worker where to put the instances (a call)."""
+                            return_alternates=False, dry_run=False):
+        """Ask one scheduler worker where to put the instances (a call).
+
+        ``dry_run``: the worker decides as usual but keeps none of the request's
+        consumption (``minisched-manage scheduler select``). A minisched extension: sent
+        only when True, so that every other call is Nova's message.
+        """
         version = '4.5'
         msg_args = {'instance_uuids': instance_uuids, 'spec_obj': spec_obj,
                     'return_objects': return_objects, 'return_alternates': return_alternates}
+        if dry_run:
+            msg_args['dry_run'] = True
         if not self.client.can_send_version(version):
             if msg_args['return_objects'] or msg_args['return_alternates']:
                 raise exception.SelectionObjectsWithOldRPCVersionNotSupported(version=version)

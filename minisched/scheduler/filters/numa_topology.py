@@ -16,6 +16,7 @@ import numpy as np
 from minisched import objects
 from minisched.objects import fields
 from minisched.scheduler import filters
+from minisched.scheduler import numa_bounds
 from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
@@ -129,6 +130,11 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         request = _Request(spec_obj)
         mask = np.full(len(view), not request.topology, dtype=bool)
         states, rows = view.table.states, view.rows
-        for pos in view.flagged('numa_topology').tolist():
+        positions = view.flagged('numa_topology')
+        if request.topology and len(positions):
+            # Hosts without the free dedicated CPUs the request pins fail without a fit.
+            positions = positions[numa_bounds.may_fit(view.table, rows[positions],
+                                                      request.topology)]
+        for pos in positions.tolist():
             mask[pos] = self._fit(states[rows[pos]], request)[0]
         return mask

@@ -283,8 +283,9 @@ class FakeSchedulerAPI:
         self.calls = []
 
     def select_destinations(self, ctxt, spec, instance_uuids, return_objects,
-                            return_alternates):
+                            return_alternates, dry_run=False):
         self.calls.append((spec, instance_uuids, return_objects, return_alternates))
+        self.dry_runs = getattr(self, 'dry_runs', []) + [dry_run]
         if isinstance(self.answer, Exception):
             raise self.answer
         return self.answer
@@ -307,6 +308,7 @@ def test_select_builds_the_request_spec_from_the_options(run, scheduler):
     assert code == 0
     spec, instance_uuids, return_objects, return_alternates = scheduler.calls[0]
     assert (instance_uuids, return_objects, return_alternates) == (None, True, False)
+    assert scheduler.dry_runs == [True]  # the scheduler keeps nothing of it
     flavor = spec.flavor
     assert (flavor.memory_mb, flavor.vcpus, flavor.root_gb, flavor.extra_specs) == \
         (1024, 2, 5, {'k': 'v'})

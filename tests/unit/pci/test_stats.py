@@ -132,6 +132,21 @@ class TestSupportAndApply(base.TestCase):
         self.assertRaises(exception.PciDeviceRequestFailed, self.stats.apply_requests,
                           [fakes.request(1, vendor_id='8086')], None)
 
+    def test_given_back_pools_return_to_their_reported_place(self):
+        reported = [pool['address'] for pool in self.stats.pools]
+        taken = [dict(pool) for pool in self.stats.pools[:2]]
+        self.stats.apply_requests([fakes.request(2, vendor_id='8086')], None)
+        self.assertEqual(reported[2:], [pool['address'] for pool in self.stats.pools])
+        for pool in reversed(taken):  # any order: each goes back to its own place
+            self.stats.give_back(pool, 1)
+        self.assertEqual(reported, [pool['address'] for pool in self.stats.pools])
+        self.assertEqual([1, 1, 1], [pool['count'] for pool in self.stats.pools])
+
+    def test_give_back_to_a_pool_still_listed_adds_to_its_count(self):
+        pool = dict(self.stats.pools[0])
+        self.stats.give_back(pool, 2)
+        self.assertEqual([3, 1, 1], [pool['count'] for pool in self.stats.pools])
+
     def test_spec_values_match_case_insensitively(self):
         view = _scheduler_view(fakes.compute_stats(
             fakes.devices(fakes.dev_dict('0000:01:00.0')),

@@ -340,7 +340,7 @@ class TestConsumptionExpiry(_RefreshTestCase):
     """In-memory consumption no compute report followed is dropped after the TTL, from a
     refresh; a host consumed again keeps its consumption until the TTL of the latest."""
 
-    TTL = datetime.timedelta(seconds=host_manager.CONSUMPTION_TTL_SECONDS)
+    TTL = datetime.timedelta(seconds=120)  # [filter_scheduler] consumption_ttl_seconds
 
     def setUp(self):
         super().setUp()
@@ -374,6 +374,19 @@ class TestConsumptionExpiry(_RefreshTestCase):
         self.assertEqual((4096, 4096), (h1.free_ram_mb, h2.free_ram_mb))
         self.assertEqual([None, None], [h1.consumed_at, h2.consumed_at])
         self.assertEqual([], hm.table.consumption_due)
+
+    def test_the_ttl_is_the_option(self):
+        self.flags(group='filter_scheduler', consumption_ttl_seconds=30)
+        self._add_host('h1', free_ram_mb=4096)
+        hm = self._manager()
+        h1 = hm.host_state_map[('h1', 'h1')]
+        self._consume(h1)
+        self._at(datetime.timedelta(seconds=29))
+        hm.refresh(self.ctxt)
+        self.assertEqual(3072, h1.free_ram_mb)
+        self._at(datetime.timedelta(seconds=31))
+        hm.refresh(self.ctxt)
+        self.assertEqual(4096, h1.free_ram_mb)
 
     def test_a_host_consumed_again_keeps_both_until_the_later_ttl(self):
         self._add_host('h1', free_ram_mb=4096)

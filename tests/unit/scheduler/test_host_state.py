@@ -210,19 +210,64 @@ class TestNUMAAndPCI(base.TestCase):
         self.assertEqual([(0, 2), (1, 1)], self._pools())
         self.assertEqual({self.state.row}, self.state._table.flagged['pci_stats'])
 
-    def test_a_topology_that_no_longer_fits_is_not_consumed(self):
-        spec = self._spec({'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated'}, vcpus=4)
-        self.state.consume_from_request(spec)
-        self.state.consume_from_request(spec)
-        requested = spec.numa_topology
-        with self.assertLogs('minisched.scheduler.host_state', 'ERROR'):
-            self.state.consume_from_request(spec)  # both cells are pinned full
-        self.assertIs(requested, spec.numa_topology)  # kept, not Nova's None
+    def _pool_order(self):
+        return [(pool['numa_node'], pool['count']) for pool in self.state.pci_stats.pools]
+
+    def test_a_topology_that_no_longer_fits_is_dropped_as_nova_drops_it(self):
+        # Nova's _locked_consume_from_request: the fit's None becomes the request's
+        # topology, the host's NUMA usage is left alone, the PCI requests are applied with
+        # no NUMA cells and the I/O operation is counted.
+        spec = self._spec({'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated',
+                           'pci_passthrough:alias': 'nic:1'}, vcpus=4)
+        self.state.consume_from_request(spec)  # cell 0, a node-0 device
+        self.state.consume_from_request(spec)  # cell 1, the node-1 device
+        self.assertEqual([(0, 1)], self._pools())
+        full = [set(cell.pinned_cpus) for cell in self.state.numa_topology.cells]
+        self.assertEqual([{0, 1, 2, 3}, {4, 5, 6, 7}], full)
+        io_ops = self.state.num_io_ops
+        self.state.consume_from_request(spec)  # both cells are pinned full: no fit
+        self.assertIsNone(spec.numa_topology)
+        self.assertEqual(full, [set(cell.pinned_cpus) for cell in self.state.numa_topology.cells])
+        self.assertEqual([], self._pools())  # taken with no NUMA cell to match
+        self.assertEqual(io_ops + 1, self.state.num_io_ops)
+
+    def test_a_failed_fit_is_given_back_with_the_rest(self):
+        before = self._usage()
+        spec = self._spec({'hw:numa_nodes': '1', 'hw:cpu_policy': 'dedicated',
+                           'pci_passthrough:alias': 'nic:1'}, vcpus=4)
+        for _ in range(3):
+            self.state.consume_from_request(spec)
+        for _ in range(3):
+            self.state.unconsume_from_request(spec)
+        self.assertEqual(before, self._usage())
+        self.assertEqual([(0, 2), (1, 1)], self._pool_order())
+
+    def test_emptied_pools_come_back_in_the_reported_order(self):
+        # Nova rebuilds the pools from the compute's record for every request, so the next
+        # request starts from the reported order: a pool emptied and given back goes back
+        # to its place, not to the end of the list.
+        self.assertEqual([(0, 2), (1, 1)], self._pool_order())
+        # An earlier request's consumption stays: the state is not rebuilt from its record.
+        self.state.consume_from_request(self._spec({}))
+        spec = self._spec({'pci_passthrough:alias': 'nic:2'})
+        self.state.consume_from_request(spec)  # empties the node-0 pool, which is dropped
+        self.assertEqual([(1, 1)], self._pool_order())
         self.state.unconsume_from_request(spec)
-        self.state.unconsume_from_request(spec)
-        self.state.unconsume_from_request(spec)
-        self.assertEqual([set(), set()],
-                         [set(cell.pinned_cpus) for cell in self.state.numa_topology.cells])
+        self.assertEqual([(0, 2), (1, 1)], self._pool_order())
+        # The next request takes from the node-0 pool first, as Nova's would.
+        self.state.consume_from_request(self._spec({'pci_passthrough:alias': 'nic:1'}))
+        self.assertEqual([(0, 1), (1, 1)], self._pool_order())
+
+    def test_pools_given_back_in_any_order_keep_the_reported_order(self):
+        self.state.consume_from_request(self._spec({}))  # stays (see above)
+        first = self._spec({'pci_passthrough:alias': 'nic:2'})
+        second = self._spec({'pci_passthrough:alias': 'nic:1'})
+        self.state.consume_from_request(first)   # node 0 emptied
+        self.state.consume_from_request(second)  # node 1 emptied
+        self.assertEqual([], self._pool_order())
+        self.state.unconsume_from_request(second)
+        self.state.unconsume_from_request(first)
+        self.assertEqual([(0, 2), (1, 1)], self._pool_order())
 
 
 class TestHostStateTable(base.TestCase):
