@@ -7,9 +7,9 @@ fits it prints the scheduler's explanation (how many hosts each filter rejected)
 ``--flavor`` starts from a stored flavor (its extra specs included); ``--ram``/``--vcpus``/
 ``--disk``/``--ephemeral``/``--swap`` then override its sizes.
 
-This is a dry run for the database, not for the scheduler: the worker that answers counts
-the chosen hosts as used, in memory, until its next refresh from the computes' reports (as
-for any request in Nova's legacy filter scheduler).
+A dry run: nothing is written to a database, and the worker that answers decides as for a
+real request (each instance sees the earlier ones placed) but keeps nothing of it in memory
+(the minisched-only ``dry_run`` keyword of ``select_destinations``).
 """
 import json
 

@@ -1,4 +1,4 @@
-"""doc/source/contributor/db-contract.rst states the write retries the code makes (issue 37: it said 5, the code 10)."""
+"""doc/source/contributor/db-contract.rst states the write retries the code makes."""
 import pathlib
 import re
 from unittest import mock
