@@ -43,6 +43,10 @@ class NotFound(MinischedException):
     code = 404
 
 
+class InvalidContext(Invalid):
+    msg_fmt = 'Invalid request context: %(reason)s'
+
+
 class ConfigInvalid(Invalid):
     msg_fmt = 'Invalid configuration: %(reason)s'
 

@@ -195,7 +195,8 @@ class API:
     # -- read ---------------------------------------------------------------------------
 
     def _cells(self, context):
-        return list(cell_mapping_obj.CellMappingList.get_all(context)) or [None]
+        # Cell mappings are read by admin contexts only (they carry the cells' URLs).
+        return list(cell_mapping_obj.CellMappingList.get_all(context.elevated())) or [None]
 
     def get(self, context, instance_uuid):
         """The instance wherever it is: its cell, or still a build request."""

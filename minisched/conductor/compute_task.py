@@ -269,7 +269,8 @@ class ComputeTaskManager:
         if known is not None and now - known[1] < HOST_CELL_SECONDS:
             return known[0]
         try:
-            cell = host_mapping_obj.HostMapping.get_by_host(context, host).cell_mapping
+            cell = host_mapping_obj.HostMapping.get_by_host(context.elevated(),
+                                                            host).cell_mapping
         except exception.HostMappingNotFound:
             if _has_cells(context):
                 raise
@@ -299,7 +300,7 @@ class ComputeTaskManager:
         if _has_cells(context):
             try:
                 cell0 = cell_mapping_obj.CellMapping.get_by_uuid(
-                    context, cell_mapping_obj.CELL0_UUID)
+                    context.elevated(), cell_mapping_obj.CELL0_UUID)
             except exception.CellMappingNotFound:
                 LOG.error('No cell mapping found for cell0 while trying to record scheduling '
                           'failure. Setup is incomplete.')
@@ -380,7 +381,8 @@ def _refused(context, method, exc):
 
 
 def _has_cells(context):
-    return bool(cell_mapping_obj.CellMappingList.get_all(context))
+    # Cell mappings are read by admin contexts only (they carry the cells' URLs).
+    return bool(cell_mapping_obj.CellMappingList.get_all(context.elevated()))
 
 
 def _build_request_gone(instance_uuid):
