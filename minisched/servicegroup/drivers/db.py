@@ -4,6 +4,7 @@ import logging
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from minisched import bus_errors
 from minisched import exception
 
 LOG = logging.getLogger(__name__)
@@ -63,24 +64,43 @@ class DbDriver:
         return _get(service_ref, 'updated_at')
 
     def _report_state(self, service):
-        """Bump ``report_count`` and save; errors are logged and never stop the timer."""
+        """Bump ``report_count`` and save; errors are logged and never stop the timer.
+
+        An outage (of the message bus, or of the database: the conductor's, or this
+        service's own when it has database access) is logged in one line when it starts
+        and once when it ends, not with a traceback every ``report_interval``.
+        """
         try:
             service.service_ref.report_count += 1
             service.service_ref.save()
             if getattr(service, 'model_disconnected', False):
                 service.model_disconnected = False
                 LOG.info('Recovered from being unable to report status.')
-        except messaging.MessagingTimeout:
-            if not getattr(service, 'model_disconnected', False):
-                service.model_disconnected = True
-                LOG.warning('Lost connection to minisched-conductor for reporting service '
-                            'status.')
-        except exception.DBTransientError as exc:
-            # The conductor answers, its database does not: one line, not a traceback
-            # every report_interval.
-            if not getattr(service, 'model_disconnected', False):
-                service.model_disconnected = True
-                LOG.warning('Cannot report service status: %s', exc.format_message())
-        except Exception:
-            LOG.exception('Unexpected error while reporting service status')
+        except Exception as exc:
+            # Logged outside the except block: oslo.log would append the traceback.
+            error = exc
+        else:
+            return
+        reason = _outage(error)
+        if reason is None:
+            LOG.error('Unexpected error while reporting service status', exc_info=error)
             service.model_disconnected = True
+        elif not getattr(service, 'model_disconnected', False):
+            service.model_disconnected = True
+            LOG.warning(reason)
+
+
+def _outage(error):
+    """The line saying which outage ``error`` is part of; None for any other error."""
+    if isinstance(error, messaging.MessagingTimeout):
+        return 'Lost connection to minisched-conductor for reporting service status.'
+    if bus_errors.is_unreachable(error):
+        return 'Cannot report service status: the message bus is unreachable: %s' % (
+            bus_errors.describe(error))
+    if isinstance(error, exception.DBTransientError):
+        return 'Cannot report service status: %s' % error.format_message()
+    from minisched.conductor import db_errors  # the conductor's rules; imported when needed
+    if db_errors.is_transient(error):
+        return 'Cannot report service status: the database is unavailable: %s' % (
+            db_errors.reason(error))
+    return None
