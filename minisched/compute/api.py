@@ -223,10 +223,10 @@ class API:
                 result.extend(instance_obj.InstanceList.get_by_filters(
                     cctxt, dict(filters or {}, deleted=False)))
         placed = {inst.uuid for inst in result}
-        if not filters:
-            result.extend(req.instance for req in
-                          build_request_obj.BuildRequestList.get_all(context)
-                          if req.instance_uuid not in placed)
+        result.extend(req.instance for req in
+                      build_request_obj.BuildRequestList.get_all(context)
+                      if req.instance_uuid not in placed
+                      and _matches(req.instance, filters or {}))
         return sorted(result, key=lambda i: i.created_at or _EPOCH, reverse=True)
 
     def get_actions(self, context, instance_uuid):
@@ -281,3 +281,17 @@ class API:
                 self.compute_rpcapi.terminate_instance(cctxt, instance, bdms=[])
         mapping.queued_for_delete = True
         mapping.save()
+
+
+def _matches(instance, filters):
+    """Whether an unplaced instance matches ``filters`` as the cells' query would (a value
+    or a list of values per field); a field it cannot have yet (``host``) matches nothing."""
+    for name, wanted in filters.items():
+        if name == 'deleted':
+            continue
+        if name not in instance.fields or not instance.obj_attr_is_set(name):
+            return False
+        value = getattr(instance, name)
+        if value not in (wanted if isinstance(wanted, (list, tuple, set)) else [wanted]):
+            return False
+    return True

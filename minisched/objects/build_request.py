@@ -7,6 +7,11 @@ from minisched.objects import fields
 
 api_db = lazy.module('minisched.db.api.api')
 
+#: Instance fields a cell sets once the instance is placed: none of them is known while it
+#: is a build request (Nova's ``BuildRequest._load_instance`` sets them so).
+UNPLACED_FIELDS = ('host', 'node', 'launched_on', 'launched_at', 'terminated_at',
+                   'scheduled_at', 'pci_devices')
+
 
 @base.MinischedObjectRegistry.register
 class BuildRequest(base.MinischedTimestampObject, base.MinischedObject):
@@ -26,6 +31,7 @@ class BuildRequest(base.MinischedTimestampObject, base.MinischedObject):
             setattr(req, name, db_req.get(name))
         req.instance = instance_obj.Instance.obj_from_primitive(
             jsonutils.loads(db_req['instance']), context=context)
+        _fill_unplaced(req.instance, req)
         req._context = context
         req.obj_reset_changes()
         return req
@@ -58,3 +64,22 @@ class BuildRequestList(base.ObjectListBase, base.MinischedObject):
     def get_all(cls, context):
         return base.obj_make_list(context, cls(context), BuildRequest,
                                   api_db.build_request_get_all(context))
+
+
+def _fill_unplaced(instance, req):
+    """Set what the instance of build request ``req`` cannot have yet, as Nova's API does:
+    reading such a field would otherwise lazy-load the instance from a cell where it does
+    not exist yet (InstanceNotFound), for ``server show`` and ``server list`` alike."""
+    filled = [name for name in UNPLACED_FIELDS + ('locked', 'cleaned', 'created_at',
+                                                  'updated_at')
+              if not instance.obj_attr_is_set(name)]
+    for name in UNPLACED_FIELDS:
+        if name in filled:
+            setattr(instance, name, None)
+    instance.obj_set_defaults(*[name for name in ('locked', 'cleaned') if name in filled])
+    # Never written to a cell: the build request's own times are the instance's.
+    for name in ('created_at', 'updated_at'):
+        if name in filled:
+            setattr(instance, name, getattr(req, name))
+    # Not changes to write: the instance's creation in its cell writes what it has.
+    instance.obj_reset_changes(filled)

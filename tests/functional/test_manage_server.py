@@ -177,3 +177,21 @@ def test_aggregate_zone_reaches_the_running_schedulers(cluster):
     for _ in range(3):
         _out, err = select_in('az1', 1)
         assert 'AvailabilityZoneFilter rejected 2 of 2' in err
+
+
+def test_builds_not_placed_yet_are_shown_and_listed(cluster):
+    """No conductor runs: the builds stay build requests, shown and listed as such (a read
+    of what only a cell knows used to look the instance up in a cell: "not found")."""
+    manage(cluster, 'flavor', 'create', 'm1.test', '--ram', 512, '--vcpus', 1, '--disk', 5)
+    out, _ = manage(cluster, 'server', 'create', '--flavor', 'm1.test', '--num-instances', 2,
+                    '--name', 'queued')
+    uuids = out.splitlines()[:2]
+    shown = {row['field']: row['value']
+             for row in table(manage(cluster, 'server', 'show', uuids[0])[0])}
+    assert (shown['id'], shown['name'], shown['vm_state'], shown['task_state']) == (
+        uuids[0], 'queued-1', 'building', 'scheduling')
+    assert shown['host'] in ('', 'None', '-') and shown['created'] not in ('', 'None', '-')
+    for args in (('--all',), ()):
+        listed = table(manage(cluster, 'server', 'list', *args)[0])
+        assert sorted(row['uuid'] for row in listed) == sorted(uuids)
+        assert {row['vm_state'] for row in listed} == {'building'}

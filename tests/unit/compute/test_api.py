@@ -198,3 +198,50 @@ class TestCreateValidatesBeforeWriting(sqlite_databases.SqliteDatabases, base.Te
         spec = request_spec_obj.RequestSpec.get_by_instance_uuid(self.ctxt, uuids_[0])
         self.assertEqual({'different_host': [uuids.other], 'query': ['{"and": []}']},
                          spec.scheduler_hints)
+
+
+class TestReadUnplacedBuilds(sqlite_databases.SqliteDatabases, base.TestCase):
+    """``server show`` and ``server list --all`` of an instance not placed yet read its build
+    request: what only a cell would know (host, node, launch) reads as not set yet, not as a
+    lazy load from a cell where the instance does not exist (InstanceNotFound)."""
+
+    #: What ``server show`` and ``server list`` print of an instance.
+    SHOWN = ('uuid', 'display_name', 'project_id', 'user_id', 'flavor', 'image_ref',
+             'availability_zone', 'host', 'node', 'vm_state', 'task_state', 'power_state',
+             'created_at', 'launched_at')
+
+    def setUp(self):
+        super().setUp()
+        self.use_databases()
+        self.use_fake_transport()  # the cast stays on the fake bus: nothing places them
+        self.ctxt = context.RequestContext(user_id='user1', project_id='project1')
+        self.api = compute_api.API(self.conf)
+        self.uuids = self.api.create(self.ctxt, fakes.fake_flavor(), image=IMAGE,
+                                     num_instances=2)
+
+    def _shown(self, instance):
+        return {name: getattr(instance, name) for name in self.SHOWN}
+
+    def test_show_reads_the_build_request(self):
+        shown = self._shown(self.api.get(self.ctxt, self.uuids[0]))
+        self.assertEqual((self.uuids[0], None, None, None, 'building', 'scheduling'), (
+            shown['uuid'], shown['host'], shown['node'], shown['launched_at'],
+            shown['vm_state'], shown['task_state']))
+        self.assertIsNotNone(shown['created_at'])
+
+    def test_list_of_every_project_reads_the_build_requests(self):
+        for ctxt in (self.ctxt, self.ctxt.elevated()):
+            listed = self.api.get_all(ctxt)
+            self.assertEqual(sorted(self.uuids), sorted(i.uuid for i in listed))
+            for instance in listed:
+                self.assertEqual((None, None), (instance.host, instance.node))
+                self._shown(instance)
+
+    def test_filtered_list_keeps_the_build_requests_that_match(self):
+        """As Nova's list of servers: a project's list holds its builds not placed yet;
+        a filter on what they cannot have yet (a host) leaves them out."""
+        listed = self.api.get_all(self.ctxt, {'project_id': 'project1'})
+        self.assertEqual(sorted(self.uuids), sorted(i.uuid for i in listed))
+        self.assertEqual([], self.api.get_all(self.ctxt, {'project_id': 'other'}))
+        self.assertEqual([], self.api.get_all(self.ctxt, {'host': 'c1'}))
+        self.assertEqual([], self.api.get_all(self.ctxt, {'no_such_field': 1}))
