@@ -15,6 +15,7 @@ from oslo_utils import uuidutils
 
 from minisched.api.validation import images as images_validation
 from minisched.api.validation import servers as servers_validation
+from minisched.compute import create_bounds
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.compute import validation as compute_validation
 from minisched.conductor import rpcapi as conductor_rpcapi
@@ -48,17 +49,24 @@ class API:
     # -- create -------------------------------------------------------------------------
 
     def create(self, context, flavor, image=None, num_instances=1, availability_zone=None,
-               scheduler_hints=None, group=None, display_name=None, metadata=None):
-        """Ask for ``num_instances`` instances; returns their uuids (builds run async).
+               scheduler_hints=None, group=None, display_name=None, metadata=None,
+               min_count=None):
+        """Ask for ``num_instances`` instances (Nova's ``max_count``; ``min_count``, by
+        default the same, is the fewest the caller takes); returns their uuids (builds run
+        async).
 
         Everything is checked before anything is written: the request as Nova's API schema
-        checks it (``minisched.api.validation``: name, zone, hints, metadata, count, image),
-        the flavor and image's NUMA and PCI requests, then every value the build requests,
-        specs and mappings would hold against its column (``compute.validation``). A
-        refusal raises a ValidationError (or another Invalid) naming the field.
+        checks it (``minisched.api.validation``: name, zone, hints, metadata, counts,
+        image), the flavor and image's NUMA and PCI requests, then every value the build
+        requests, specs and mappings would hold against its column (``compute.validation``).
+        A refusal raises a ValidationError (or another Invalid) naming the field. The count
+        is bounded by ``[api] max_instances_per_request`` (TooManyInstances) and by the size
+        of the message to the conductor (RequestTooLarge): see ``create_bounds``.
         """
         request = servers_validation.validate_create(
-            display_name, availability_zone, scheduler_hints, metadata, num_instances)
+            display_name, availability_zone, scheduler_hints, metadata, num_instances,
+            min_count)
+        request = request._replace(count=create_bounds.allowed_count(self.conf, request))
         image = dict(images_validation.check_image(image))
         image_meta = image_meta_obj.ImageMeta.from_dict(image)
         numa_topology, pci_requests = self._resource_constraints(flavor, image_meta)
@@ -85,6 +93,9 @@ class API:
                 context, instance_uuid=instance.uuid, project_id=instance.project_id,
                 instance=instance))
             specs.append(spec)
+            if index == 0:
+                create_bounds.check_message_size(self.conf, context, build_requests[0], spec,
+                                                 request.count)
         for build_request, spec in zip(build_requests, specs):
             spec.create()
             build_request.create()
