@@ -5,7 +5,6 @@ does what nova-api does before and after the conductor: build requests, request 
 instance mappings in the API database, then a cast to the conductor; reads and deletes go to
 the instance's cell through its mapping.
 """
-import contextlib
 import datetime
 import logging
 import threading
@@ -96,15 +95,14 @@ class API:
             if index == 0:
                 create_bounds.check_message_size(self.conf, context, build_requests[0], spec,
                                                  request.count)
-        for build_request, spec in zip(build_requests, specs):
-            spec.create()
-            build_request.create()
-            instance_mapping_obj.InstanceMapping(
+        # All or nothing (see build_request.create_batch): a create cut by the database
+        # leaves no build request no conductor will ever see.
+        build_request_obj.create_batch(
+            context, build_requests, specs,
+            [instance_mapping_obj.InstanceMapping(
                 context, instance_uuid=spec.instance_uuid, project_id=context.project_id,
-                user_id=context.user_id, cell_mapping=None).create()
-        if group is not None:
-            instance_group_obj.InstanceGroup.add_members(context, group.uuid,
-                                                         [s.instance_uuid for s in specs])
+                user_id=context.user_id, cell_mapping=None) for spec in specs],
+            group.uuid if group is not None else None)
         self._hand_over(context, build_requests, specs, image)
         return [spec.instance_uuid for spec in specs]
 
@@ -167,21 +165,10 @@ class API:
 
         Deleting the build request is what the conductor checks before building (as for a
         user's delete during scheduling), so a message that still arrives later builds
-        nothing.
+        nothing. One transaction, as the create's (``build_batch_withdraw``): the rows go
+        together, or all stay when a conductor took one of them.
         """
-        for build_request in build_requests:
-            try:
-                build_request.destroy()
-            except exception.BuildRequestNotFound:
-                return False
-        for build_request in build_requests:
-            uuid = build_request.instance_uuid
-            with contextlib.suppress(exception.NotFound):
-                instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
-                                                                          uuid).destroy()
-            with contextlib.suppress(exception.NotFound):
-                request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
-        return True
+        return build_request_obj.withdraw_batch(context, build_requests)
 
     def _new_instance(self, context, flavor, image, request, index):
         uuid = uuidutils.generate_uuid()

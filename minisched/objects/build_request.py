@@ -42,12 +42,14 @@ class BuildRequest(base.MinischedTimestampObject, base.MinischedObject):
                                    api_db.build_request_get_by_instance_uuid(context,
                                                                              instance_uuid))
 
+    def _db_values(self):
+        return {'instance_uuid': self.instance_uuid, 'project_id': self.project_id,
+                'instance': jsonutils.dumps(self.instance.obj_to_primitive())}
+
     @base.remotable
     def create(self):
-        values = {'instance_uuid': self.instance_uuid, 'project_id': self.project_id,
-                  'instance': jsonutils.dumps(self.instance.obj_to_primitive())}
-        self._from_db_object(self._context, self, api_db.build_request_create(self._context,
-                                                                               values))
+        self._from_db_object(self._context, self, api_db.build_request_create(
+            self._context, self._db_values()))
 
     @base.remotable
     def destroy(self):
@@ -83,3 +85,28 @@ def _fill_unplaced(instance, req):
             setattr(instance, name, getattr(req, name))
     # Not changes to write: the instance's creation in its cell writes what it has.
     instance.obj_reset_changes(filled)
+
+
+def create_batch(context, build_requests, specs, mappings, group_uuid=None):
+    """Write the build requests, request specs and instance mappings of one create (and the
+    instances' membership of group ``group_uuid``) in one transaction
+    (``build_batch_create``): either every row is written or none is. The objects are
+    updated as their own ``create`` updates them. For callers with database access."""
+    request_rows, spec_rows = api_db.build_batch_create(
+        context, [{'instance_uuid': spec.instance_uuid, 'spec': spec._to_json()}
+                  for spec in specs],
+        [request._db_values() for request in build_requests],
+        [mapping._db_values(mapping.obj_get_changes()) for mapping in mappings],
+        group_uuid)
+    for request, row in zip(build_requests, request_rows):
+        BuildRequest._from_db_object(context, request, row)
+    for spec, row in zip(specs, spec_rows):
+        spec.id = row['id']
+        spec.obj_reset_changes(['id'])
+
+
+def withdraw_batch(context, build_requests):
+    """Delete what :func:`create_batch` wrote for these build requests, in one transaction;
+    False (nothing deleted) when a conductor took one of them already."""
+    return api_db.build_batch_withdraw(context, [request.instance_uuid
+                                                 for request in build_requests])

@@ -746,3 +746,74 @@ def build_request_take(context, instance_uuid, cell_id):
             *_build_request_where(instance_uuid),
             *_project_only(context, build_requests))).rowcount
         return TAKEN if deleted else GONE
+
+
+# -- the rows of one create -----------------------------------------------------------------------
+
+@_user_or_admin
+@utils.writer
+def build_batch_create(context, specs, requests, mappings, group_uuid=None):
+    """Write the rows of one create in one transaction: all of them, or none.
+
+    :param specs: request spec values (``instance_uuid``, ``spec``), one per instance
+    :param requests: build request values, one per instance
+    :param mappings: instance mapping values, one per instance
+    :param group_uuid: the server group the instances join, or None
+    :returns: ``(build request rows, request spec rows)``, in the order given
+
+    Nova's ``_provision_instances`` writes them row by row and deletes what it wrote when a
+    later write fails; that deletion cannot run when the database connection is what failed
+    (a create cut 1 s in left hundreds of build requests no conductor would ever see). A
+    transaction holds then too: the database rolls back what it was not told to commit.
+    """
+    for values in list(requests) + list(mappings):
+        ms_context.authorize_project_context(context, values.get('project_id'))
+    uuids = [values['instance_uuid'] for values in requests]
+    exists = exception.BuildRequestAlreadyExists(uuid=uuids[0] if uuids else None)
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        for table, rows in ((request_specs, specs), (build_requests, requests),
+                            (instance_mappings, mappings)):
+            if rows:
+                conn.execute(sa.insert(table), list(rows))
+        if group_uuid is not None:
+            _add_members(conn, _group(conn, context, group_uuid)['id'], uuids)
+        return tuple(_by_instance(conn, table, uuids)
+                     for table in (build_requests, request_specs))
+
+
+def _by_instance(conn, table, uuids):
+    """The rows of ``table`` of these instances, in the order of ``uuids``."""
+    found = {}
+    for start in range(0, len(uuids), utils.IDS_PER_QUERY):
+        chunk = uuids[start:start + utils.IDS_PER_QUERY]
+        for row in utils.fetch_all(conn, table, table.c.instance_uuid.in_(chunk)):
+            found[row['instance_uuid']] = row
+    return [found[uuid] for uuid in uuids]
+
+
+class _Taken(Exception):
+    """Rolls back a withdrawal: a conductor took one of the build requests."""
+
+
+@_user_or_admin
+@utils.writer
+def build_batch_withdraw(context, instance_uuids):
+    """Delete what :func:`build_batch_create` wrote for these instances, in one transaction,
+    unless a conductor took one of their build requests already: then nothing is deleted
+    and False is returned (the message got through; the build stands)."""
+    try:
+        with _begin() as conn:
+            for start in range(0, len(instance_uuids), utils.IDS_PER_QUERY):
+                chunk = list(instance_uuids[start:start + utils.IDS_PER_QUERY])
+                deleted = conn.execute(sa.delete(build_requests).where(
+                    build_requests.c.instance_uuid.in_(chunk),
+                    *_project_only(context, build_requests))).rowcount
+                if deleted != len(set(chunk)):
+                    raise _Taken()
+                for table in (instance_mappings, request_specs):
+                    conn.execute(sa.delete(table).where(table.c.instance_uuid.in_(chunk)))
+                conn.execute(sa.delete(group_members).where(
+                    group_members.c.instance_uuid.in_(chunk)))
+    except _Taken:
+        return False
+    return True
