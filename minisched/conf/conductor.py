@@ -60,6 +60,12 @@ build does (so that its compute's next resource refresh drops its usage) and
 tells the schedulers to forget it. With several conductors the update is
 conditional: one of them does it.
 
+A build on a host whose compute service is down (silent for ``[DEFAULT]
+service_down_time``, not counting the time the conductor was itself cut off
+from the database or the message bus) is ended after five times
+``service_down_time`` instead, when that is shorter: a dead compute's builds
+are found in minutes, a slow one's are left to finish.
+
 Every step of a legitimate build writes the instance (scheduling, claim,
 spawning, reschedule), so the bound must exceed the longest single step: the
 longest spawn of your driver plus twice ``[DEFAULT] long_rpc_timeout`` (a
@@ -71,7 +77,8 @@ too short ends builds that would have finished: their compute then finds the
 instance in ERROR, removes the guest and leaves the record alone.
 
 Related options: ``[DEFAULT] long_rpc_timeout``, ``[DEFAULT]
-instance_build_timeout``, ``[DEFAULT] max_concurrent_builds``"""),
+instance_build_timeout``, ``[DEFAULT] max_concurrent_builds``, ``[DEFAULT]
+service_down_time``"""),
 ]
 
 
