@@ -38,7 +38,7 @@ KEPT = 32
 OPEN_LIMIT_SECONDS = 900
 #: The logger of oslo.messaging's rabbit driver, and what its lines say.
 RABBIT_LOGGER = 'oslo.messaging._drivers.impl_rabbit'
-_LOST = ('is unreachable', 'closed the connection')
+_LOST = ('is unreachable', 'closed the connection', 'Connection failed')
 _BACK = 'Reconnected to AMQP server'
 #: Kinds of outage: the bus as the rabbit driver saw it, this process's own state report.
 BUS, REPORT = 'message bus', 'state report'

@@ -142,6 +142,8 @@ class TestBusWatch(base.TestCase):
                      'client_port': 2})
         self.assertFalse(watched.is_away(outages.BUS))
         self.assertEqual(1, len(watched.spans(timeutils.utcnow())))
+        logger.error('Connection failed: %s (retrying in %s seconds)', 'refused', 1.0)
+        self.assertTrue(watched.is_away(outages.BUS))
 
     def test_installed_on_the_rabbit_drivers_logger_when_it_logs_reconnections(self):
         from unittest import mock
