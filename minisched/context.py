@@ -73,14 +73,19 @@ class RequestContext(context.RequestContext):
 
     @classmethod
     def from_dict(cls, values):
-        allowed = {
-            'user_id', 'project_id', 'is_admin', 'read_deleted', 'remote_address', 'timestamp',
-            'quota_class', 'user_name', 'project_name', 'service_catalog', 'auth_token',
-            'request_id', 'global_request_id', 'roles', 'read_only', 'show_deleted',
-            'domain_id', 'user_domain_id', 'project_domain_id', 'resource_uuid',
-            'is_admin_project', 'system_scope',
-        }
-        kwargs = {k: v for k, v in values.items() if k in allowed}
+        """The context ``values`` (from :meth:`to_dict`, or the message bus) describe.
+
+        Every known field must have its type (see ``FIELD_TYPES``): ``"is_admin": "false"``
+        would be admin if it were read as ``bool()`` reads it, so a value of another type is
+        refused with :class:`~minisched.exception.InvalidContext`, naming the field. Unknown
+        keys are ignored, as oslo.context does.
+        """
+        if not isinstance(values, dict):
+            raise exception.InvalidContext(reason='a context is a mapping, not a %s'
+                                           % type(values).__name__)
+        kwargs = {k: v for k, v in values.items() if k in FIELD_TYPES}
+        for name, value in kwargs.items():
+            check_field(name, value)
         kwargs.setdefault('user_id', values.get('user'))
         kwargs.setdefault('project_id', values.get('tenant'))
         return cls(**kwargs)
@@ -93,6 +98,37 @@ class RequestContext(context.RequestContext):
         if read_deleted is not None:
             ctx.read_deleted = read_deleted
         return ctx
+
+
+_TEXT = (str, type(None))
+#: The type of each field a serialized context may carry; any other key is ignored.
+#: ``roles`` is a list of strings and ``read_deleted`` one of READ_DELETED (its setter checks).
+FIELD_TYPES = {
+    'is_admin': (bool, type(None)), 'read_only': (bool,), 'show_deleted': (bool,),
+    'is_admin_project': (bool,), 'roles': (list,), 'service_catalog': (list, type(None)),
+    'read_deleted': (str,), 'timestamp': _TEXT,
+    **dict.fromkeys((
+        'user_id', 'project_id', 'user', 'tenant', 'remote_address', 'quota_class',
+        'user_name', 'project_name', 'auth_token', 'request_id', 'global_request_id',
+        'domain_id', 'user_domain_id', 'project_domain_id', 'resource_uuid',
+        'system_scope'), _TEXT),
+}
+
+
+def check_field(name, value):
+    """Raise InvalidContext unless ``value`` has the type of context field ``name``."""
+    types = FIELD_TYPES[name]
+    if not isinstance(value, types):
+        expected = ' or '.join('null' if t is type(None) else t.__name__ for t in types)
+        raise exception.InvalidContext(reason='%s is a %s (%s), not a %s' % (
+            name, type(value).__name__, _short(value), expected))
+    if name == 'roles' and not all(isinstance(role, str) for role in value):
+        raise exception.InvalidContext(reason='roles is not a list of strings')
+
+
+def _short(value, limit=40):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 #: A timestamp as :meth:`RequestContext.to_dict` writes it (``PERFECT_TIME_FORMAT``), and the

@@ -43,6 +43,10 @@ class NotFound(MinischedException):
     code = 404
 
 
+class InvalidContext(Invalid):
+    msg_fmt = 'Invalid request context: %(reason)s'
+
+
 class ConfigInvalid(Invalid):
     msg_fmt = 'Invalid configuration: %(reason)s'
 
@@ -282,6 +286,12 @@ class UnsupportedPolicyException(Invalid):
     msg_fmt = 'ServerGroup policy is not supported: %(reason)s'
 
 
+class RequestTooLarge(Invalid):
+    msg_fmt = ('A request for %(count)d instances would be a message of about '
+               '%(size_mb).1f MiB, more than [DEFAULT] rpc_max_message_size_mb = '
+               '%(limit_mb)d MiB; ask for at most %(most)d instances at once')
+
+
 class BuildNotAccepted(MinischedException):
     msg_fmt = ('The build of %(count)d instance(s) was not accepted: the message bus did not '
                'take the request (%(reason)s). Nothing was created; try again.')
@@ -363,6 +373,11 @@ class Forbidden(MinischedException):
 
 class AdminRequired(Forbidden):
     msg_fmt = 'User does not have admin privileges'
+
+
+class TooManyInstances(Forbidden):
+    msg_fmt = ('Requested %(requested)d instances, but at most %(allowed)d can be created by '
+               'one request ([api] max_instances_per_request)')
 
 
 # NUMA topology, CPU pinning and page sizes (Nova's classes; messages in our words).

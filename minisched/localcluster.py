@@ -55,6 +55,8 @@ QUORUM_OPTIONS = (('rabbit_quorum_queue', 'true'), ('rabbit_transient_quorum_que
 #: Permissions of the state directory and of the files written into it.
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
+#: The embedded databases' files (``[database]`` and ``[api_database]`` defaults).
+SQLITE_FILES = ('minisched.sqlite', 'minisched_api.sqlite')
 
 
 def pika_parameters(url, timeout=2.0):
@@ -191,6 +193,10 @@ class LocalCluster:
 
     def prepare_databases(self):
         self.say('Syncing the API and cell databases and mapping cells...')
+        # Created 0600 before SQLite opens them (its journals take the same mode): the API
+        # database holds the cells' transport URLs, broker password included.
+        for name in SQLITE_FILES:
+            self.open_private(os.path.join(self.state_dir, name), 'a').close()
         self.manage('api_db', 'sync')
         self.manage('db', 'sync')
         self.manage('cell', 'simple_cell_setup')

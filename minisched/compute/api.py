@@ -5,7 +5,6 @@ does what nova-api does before and after the conductor: build requests, request 
 instance mappings in the API database, then a cast to the conductor; reads and deletes go to
 the instance's cell through its mapping.
 """
-import contextlib
 import datetime
 import logging
 import threading
@@ -15,6 +14,7 @@ from oslo_utils import uuidutils
 
 from minisched.api.validation import images as images_validation
 from minisched.api.validation import servers as servers_validation
+from minisched.compute import create_bounds
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.compute import validation as compute_validation
 from minisched.conductor import rpcapi as conductor_rpcapi
@@ -48,17 +48,24 @@ class API:
     # -- create -------------------------------------------------------------------------
 
     def create(self, context, flavor, image=None, num_instances=1, availability_zone=None,
-               scheduler_hints=None, group=None, display_name=None, metadata=None):
-        """Ask for ``num_instances`` instances; returns their uuids (builds run async).
+               scheduler_hints=None, group=None, display_name=None, metadata=None,
+               min_count=None):
+        """Ask for ``num_instances`` instances (Nova's ``max_count``; ``min_count``, by
+        default the same, is the fewest the caller takes); returns their uuids (builds run
+        async).
 
         Everything is checked before anything is written: the request as Nova's API schema
-        checks it (``minisched.api.validation``: name, zone, hints, metadata, count, image),
-        the flavor and image's NUMA and PCI requests, then every value the build requests,
-        specs and mappings would hold against its column (``compute.validation``). A
-        refusal raises a ValidationError (or another Invalid) naming the field.
+        checks it (``minisched.api.validation``: name, zone, hints, metadata, counts,
+        image), the flavor and image's NUMA and PCI requests, then every value the build
+        requests, specs and mappings would hold against its column (``compute.validation``).
+        A refusal raises a ValidationError (or another Invalid) naming the field. The count
+        is bounded by ``[api] max_instances_per_request`` (TooManyInstances) and by the size
+        of the message to the conductor (RequestTooLarge): see ``create_bounds``.
         """
         request = servers_validation.validate_create(
-            display_name, availability_zone, scheduler_hints, metadata, num_instances)
+            display_name, availability_zone, scheduler_hints, metadata, num_instances,
+            min_count)
+        request = request._replace(count=create_bounds.allowed_count(self.conf, request))
         image = dict(images_validation.check_image(image))
         image_meta = image_meta_obj.ImageMeta.from_dict(image)
         numa_topology, pci_requests = self._resource_constraints(flavor, image_meta)
@@ -85,15 +92,17 @@ class API:
                 context, instance_uuid=instance.uuid, project_id=instance.project_id,
                 instance=instance))
             specs.append(spec)
-        for build_request, spec in zip(build_requests, specs):
-            spec.create()
-            build_request.create()
-            instance_mapping_obj.InstanceMapping(
+            if index == 0:
+                create_bounds.check_message_size(self.conf, context, build_requests[0], spec,
+                                                 request.count)
+        # All or nothing (see build_request.create_batch): a create cut by the database
+        # leaves no build request no conductor will ever see.
+        build_request_obj.create_batch(
+            context, build_requests, specs,
+            [instance_mapping_obj.InstanceMapping(
                 context, instance_uuid=spec.instance_uuid, project_id=context.project_id,
-                user_id=context.user_id, cell_mapping=None).create()
-        if group is not None:
-            instance_group_obj.InstanceGroup.add_members(context, group.uuid,
-                                                         [s.instance_uuid for s in specs])
+                user_id=context.user_id, cell_mapping=None) for spec in specs],
+            group.uuid if group is not None else None)
         self._hand_over(context, build_requests, specs, image)
         return [spec.instance_uuid for spec in specs]
 
@@ -156,21 +165,10 @@ class API:
 
         Deleting the build request is what the conductor checks before building (as for a
         user's delete during scheduling), so a message that still arrives later builds
-        nothing.
+        nothing. One transaction, as the create's (``build_batch_withdraw``): the rows go
+        together, or all stay when a conductor took one of them.
         """
-        for build_request in build_requests:
-            try:
-                build_request.destroy()
-            except exception.BuildRequestNotFound:
-                return False
-        for build_request in build_requests:
-            uuid = build_request.instance_uuid
-            with contextlib.suppress(exception.NotFound):
-                instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context,
-                                                                          uuid).destroy()
-            with contextlib.suppress(exception.NotFound):
-                request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
-        return True
+        return build_request_obj.withdraw_batch(context, build_requests)
 
     def _new_instance(self, context, flavor, image, request, index):
         uuid = uuidutils.generate_uuid()
@@ -195,7 +193,8 @@ class API:
     # -- read ---------------------------------------------------------------------------
 
     def _cells(self, context):
-        return list(cell_mapping_obj.CellMappingList.get_all(context)) or [None]
+        # Cell mappings are read by admin contexts only (they carry the cells' URLs).
+        return list(cell_mapping_obj.CellMappingList.get_all(context.elevated())) or [None]
 
     def get(self, context, instance_uuid):
         """The instance wherever it is: its cell, or still a build request."""
@@ -222,10 +221,10 @@ class API:
                 result.extend(instance_obj.InstanceList.get_by_filters(
                     cctxt, dict(filters or {}, deleted=False)))
         placed = {inst.uuid for inst in result}
-        if not filters:
-            result.extend(req.instance for req in
-                          build_request_obj.BuildRequestList.get_all(context)
-                          if req.instance_uuid not in placed)
+        result.extend(req.instance for req in
+                      build_request_obj.BuildRequestList.get_all(context)
+                      if req.instance_uuid not in placed
+                      and _matches(req.instance, filters or {}))
         return sorted(result, key=lambda i: i.created_at or _EPOCH, reverse=True)
 
     def get_actions(self, context, instance_uuid):
@@ -280,3 +279,17 @@ class API:
                 self.compute_rpcapi.terminate_instance(cctxt, instance, bdms=[])
         mapping.queued_for_delete = True
         mapping.save()
+
+
+def _matches(instance, filters):
+    """Whether an unplaced instance matches ``filters`` as the cells' query would (a value
+    or a list of values per field); a field it cannot have yet (``host``) matches nothing."""
+    for name, wanted in filters.items():
+        if name == 'deleted':
+            continue
+        if name not in instance.fields or not instance.obj_attr_is_set(name):
+            return False
+        value = getattr(instance, name)
+        if value not in (wanted if isinstance(wanted, (list, tuple, set)) else [wanted]):
+            return False
+    return True

@@ -6,7 +6,9 @@ to the conductor (``build_instances`` with the remaining alternates), without it
 goes to ERROR. A BuildAbortException or anything unexpected ends in ERROR, never rescheduled.
 
 Every write of a build (the instance, its fault, its action events, the claim) is retried while
-the conductor does not answer or answers that the database is unavailable (DBTransientError),
+the message bus is away (no answer, or oslo.messaging gave up reconnecting: see
+``minisched.bus_errors``) or the conductor answers that the database is unavailable
+(DBTransientError),
 with backoff, for up to ``[DEFAULT] long_rpc_timeout`` each: a build caught in an outage of
 the message bus or the database ends ACTIVE or ERROR once it is over. A build whose writes
 gave up stays BUILDING for the conductor's stuck-build check. When that check (or anyone
@@ -21,6 +23,7 @@ import traceback
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from minisched import bus_errors
 from minisched import exception
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action
@@ -34,8 +37,9 @@ ACTIVE, FAILED, RESCHEDULED = 'active', 'failed', 'rescheduled'
 DUPLICATE = 'duplicate'
 #: The build was ended by someone else (the conductor's stuck-build check): nothing counted.
 SUPERSEDED = 'superseded'
-#: What a write of the build is retried on: no answer, or a database that will be back.
-RETRIED = (messaging.MessagingTimeout, exception.DBTransientError)
+#: What a write of the build is retried on: a message bus that is away (no answer, or the
+#: driver gave up reconnecting: ``bus_errors``), or a database that will be back.
+RETRIED = bus_errors.UNREACHABLE + (exception.DBTransientError,)
 #: The instance changed under the build: someone else decided its state.
 _STATE_CHANGED = (exception.UnexpectedVMStateError, exception.UnexpectedTaskStateError)
 EVENT = 'compute_build_and_run_instance'
@@ -263,8 +267,9 @@ class Builder:
     # -- conductor calls that outlast a broker or conductor outage -----------------------
 
     def _until_answered(self, call, what):
-        """``call()``, tried again while the conductor does not answer (MessagingTimeout)
-        or answers that the database is unavailable (DBTransientError).
+        """``call()``, tried again while the message bus is away (``RETRIED``: no answer,
+        or the driver gave up reconnecting) or the conductor answers that the database is
+        unavailable (DBTransientError).
 
         A build must end ACTIVE or ERROR in the database; while the broker, the conductor or
         the database is away the build waits (backing off: ``minisched.retrying``) instead of
@@ -308,7 +313,9 @@ def unanswered_reason(exc):
     its traceback)."""
     if isinstance(exc, exception.DBTransientError):
         return 'The database is unavailable: %s' % exc.kwargs.get('reason', exc)
-    return 'The conductor did not answer'
+    if isinstance(exc, messaging.MessagingTimeout):
+        return 'The conductor did not answer'
+    return 'The message bus is unreachable: %s' % bus_errors.describe(exc)
 
 
 class _EventReporter(instance_action.EventReporter):

@@ -246,6 +246,13 @@ class ResourceTracker:
         disk_used = node.local_gb_used + sign * (flavor.root_gb + flavor.ephemeral_gb +
                                                  int(flavor.swap / 1024))
         vcpus_used = node.vcpus_used + sign * flavor.vcpus
+        if node.obj_attr_is_set('disk_available_least') and \
+                node.disk_available_least is not None:
+            # The driver measured it before this claim (or free): what the claim promises is
+            # no longer available, as free_disk_gb says. Left as it was, it exceeded
+            # free_disk_gb until the next refresh, and every scheduler refresh warned that
+            # the host "has more disk space than database expected".
+            node.disk_available_least -= disk_used - node.local_gb_used
         if sign > 0:
             self.tracked_instances.add(instance.uuid)
             node_stats.update_stats_for_instance(instance)

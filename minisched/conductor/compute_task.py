@@ -20,6 +20,7 @@ import traceback
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from minisched import bus_errors
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.compute import validation
 from minisched import context as ms_context
@@ -185,15 +186,16 @@ class ComputeTaskManager:
                     context, request_spec, instance_uuids, return_objects=True,
                     return_alternates=return_alternates)
                 break
-            except messaging.MessagingTimeout as exc:
-                # The request or its reply was lost (say, with the broker): ask again rather
-                # than fail a build the API accepted. The hosts a lost answer consumed are
-                # given back by the computes' next reports (or the consumption TTL).
+            except bus_errors.UNREACHABLE as exc:
+                # The request or its reply was lost (say, with the broker), or the driver
+                # gave up reconnecting: ask again rather than fail a build the API accepted.
+                # The hosts a lost answer consumed are given back by the computes' next
+                # reports (or the consumption TTL).
                 if attempt == SCHEDULE_ATTEMPTS:
                     raise
                 LOG.warning('No answer from the scheduler for %s (%s); asking again (%d of '
-                            '%d).', ', '.join(instance_uuids), exc, attempt + 1,
-                            SCHEDULE_ATTEMPTS)
+                            '%d).', ', '.join(instance_uuids), bus_errors.describe(exc),
+                            attempt + 1, SCHEDULE_ATTEMPTS)
         LOG.debug('Took %0.2f seconds to select destinations for %s instance(s).',
                   watch.elapsed(), len(instance_uuids))
         return host_lists
@@ -269,7 +271,8 @@ class ComputeTaskManager:
         if known is not None and now - known[1] < HOST_CELL_SECONDS:
             return known[0]
         try:
-            cell = host_mapping_obj.HostMapping.get_by_host(context, host).cell_mapping
+            cell = host_mapping_obj.HostMapping.get_by_host(context.elevated(),
+                                                            host).cell_mapping
         except exception.HostMappingNotFound:
             if _has_cells(context):
                 raise
@@ -299,7 +302,7 @@ class ComputeTaskManager:
         if _has_cells(context):
             try:
                 cell0 = cell_mapping_obj.CellMapping.get_by_uuid(
-                    context, cell_mapping_obj.CELL0_UUID)
+                    context.elevated(), cell_mapping_obj.CELL0_UUID)
             except exception.CellMappingNotFound:
                 LOG.error('No cell mapping found for cell0 while trying to record scheduling '
                           'failure. Setup is incomplete.')
@@ -380,7 +383,8 @@ def _refused(context, method, exc):
 
 
 def _has_cells(context):
-    return bool(cell_mapping_obj.CellMappingList.get_all(context))
+    # Cell mappings are read by admin contexts only (they carry the cells' URLs).
+    return bool(cell_mapping_obj.CellMappingList.get_all(context.elevated()))
 
 
 def _build_request_gone(instance_uuid):

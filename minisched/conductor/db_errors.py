@@ -145,8 +145,9 @@ def _uuids_of(items, attr):
 class ComputeTaskManager(compute_task.ComputeTaskManager):
     """The ``compute_task`` endpoint, running a build task again after a transient error.
 
-    A cast is acknowledged on receipt: a handler that fails would lose its build request
-    (the instance would never be created, or never built). The handlers are idempotent,
+    A cast is acknowledged once its handler has run (on receipt without the admission,
+    ``minisched.rpc_admission``), failed or not: a handler that fails would lose its build
+    request (the instance would never be created, or never built). The handlers are idempotent,
     since RabbitMQ may deliver a message twice (build requests already taken are skipped,
     instances are created once, the cell mapping is taken conditionally), so running one
     again is a second delivery. It starts from a copy of the arguments as they arrived,

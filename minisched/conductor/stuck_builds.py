@@ -10,6 +10,12 @@ Decisions (``[conductor] stuck_build_timeout_seconds`` is the bound, see its hel
 
 * An instance is stuck when it is BUILDING, not being deleted, and its record was not written
   for the bound (``updated_at``, else ``created_at``): every step of a live build writes it.
+  A dead owner is told from a slow one: when the instance's host has a compute service that
+  is down (``servicegroup``: silent for ``[DEFAULT] service_down_time`` while this conductor
+  could hear it), the bound is ``DEAD_OWNER_DOWN_TIMES`` times the down time
+  (5 minutes by default) if that is shorter. A compute that comes back finds its build
+  ended and stands down. A build request a killed conductor held is not lost meanwhile:
+  RabbitMQ delivers its message again (``minisched.rpc_admission``).
 * It goes to ERROR with a conditional UPDATE (the vm_state and task_state it was read with):
   with several conductors, or a compute that comes back at that moment, one writer wins and
   only the winner records anything. Host, node, launched_on and availability zone are cleared
@@ -46,7 +52,9 @@ from minisched.objects import instance_action
 from minisched.objects import instance_fault
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.objects import service as objects_service
 from minisched.scheduler.client import query
+from minisched import servicegroup
 
 api_db = lazy.module('minisched.db.api.api')
 
@@ -56,6 +64,8 @@ LOG = logging.getLogger(__name__)
 EVENT = 'conductor_fail_stuck_build'
 #: Longest spacing of the periodic check (Nova's default periodic spacing).
 MAX_SPACING = 60
+#: The bound of a build whose compute service is down, in ``service_down_time``\s.
+DEAD_OWNER_DOWN_TIMES = 5
 
 
 def check_spacing(timeout):
@@ -113,6 +123,7 @@ class StuckBuilds:
         self.conf = conf
         self.host = host
         self.query_client = query.SchedulerQueryClient(conf)
+        self.servicegroup_api = servicegroup.API(conf)
 
     @property
     def timeout(self):
@@ -140,28 +151,50 @@ class StuckBuilds:
 
     # -- instances in a cell ------------------------------------------------------------
 
+    @property
+    def dead_owner_timeout(self):
+        return min(self.timeout, DEAD_OWNER_DOWN_TIMES * self.conf.service_down_time)
+
+    def _bound(self, cctxt, instance, owners):
+        """The bound of ``instance``'s build: shorter when its compute service is down."""
+        host = instance.host
+        if not host:
+            return self.timeout  # not placed yet: its conductor's message comes back
+        if host not in owners:
+            try:
+                service = objects_service.Service.get_by_compute_host(cctxt, host)
+                owners[host] = self.servicegroup_api.service_is_up(service)
+            except exception.NotFound:
+                owners[host] = True  # no record to judge by: the full bound
+        return self.timeout if owners[host] else self.dead_owner_timeout
+
     def _check_cell(self, context, cell):
         ended = []
+        owners = {}  # host -> whether its compute service is up (read once per check)
         with ms_context.target_cell(context, cell) as cctxt:
             building = instance_obj.InstanceList.get_by_filters(
                 cctxt, {'vm_state': instance_obj.BUILDING, 'deleted': False},
                 sort_key='created_at', sort_dir='asc')
             for instance in building:
+                last_written = instance.updated_at or instance.created_at
                 if (instance.task_state == instance_obj.DELETING or
-                        not _older_than(instance.updated_at or instance.created_at,
-                                        self.timeout)):
+                        not _older_than(last_written, self.dead_owner_timeout) or
+                        not _older_than(last_written, self._bound(cctxt, instance, owners))):
                     continue
                 try:
-                    if self._end(context, cctxt, cell, instance):
+                    if self._end(context, cctxt, cell, instance, owners):
                         ended.append(instance.uuid)
                 except Exception:
                     LOG.exception('Could not end the stuck build of instance %s',
                                   instance.uuid)
         return ended
 
-    def _end(self, context, cctxt, cell, instance):
+    def _end(self, context, cctxt, cell, instance, owners=None):
         """ERROR (if this conductor wins the update) with a fault; True when it did."""
         host, task_state = instance.host, instance.task_state
+        seconds = self.timeout
+        if host and (owners or {}).get(host) is False:
+            seconds = self.dead_owner_timeout
         instance.vm_state = instance_obj.ERROR
         instance.task_state = None
         instance.host = instance.node = instance.launched_on = None
@@ -175,11 +208,12 @@ class StuckBuilds:
             LOG.debug('Instance %s moved on before its build was ended: %s', instance.uuid,
                       exc.format_message())
             return False
-        LOG.warning('Instance %(uuid)s was BUILDING (task %(task)s, host %(host)s) with no '
-                    'progress for %(seconds)d s: set to ERROR.',
+        LOG.warning('Instance %(uuid)s was BUILDING (task %(task)s, host %(host)s%(down)s) '
+                    'with no progress for %(seconds)d s: set to ERROR.',
                     {'uuid': instance.uuid, 'task': task_state, 'host': host,
-                     'seconds': self.timeout})
-        error = exception.InstanceBuildStuck(seconds=self.timeout)
+                     'seconds': seconds,
+                     'down': ', its compute service down' if seconds != self.timeout else ''})
+        error = exception.InstanceBuildStuck(seconds=seconds)
         record_failure(cctxt, instance.uuid, error, host, self.host)
         self._complete_api_records(context, instance.uuid, cell)
         if host:

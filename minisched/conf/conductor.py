@@ -25,13 +25,16 @@ builds finish about in the order they were requested. The same work is done.
 While the scheduler does not answer, this many builds wait for it and the
 others wait behind them, rather than all failing after the same timeouts.
 
-Like the messages waiting for a free thread of the executor's pool, a held
-cast has been acknowledged on receipt: it runs before the worker stops, and
-is lost if the worker is killed (the stuck-build check then ends its build,
-see ``stuck_build_timeout_seconds``). Each worker logs on stop how many casts
-waited and for how long.
+With the rabbit driver these casts are acknowledged once they have run, not
+on receipt as oslo.messaging does: a held or running cast stays in RabbitMQ
+until then, runs before the worker stops, and is delivered again (to another
+worker, or this one restarted) if the worker is killed. A held cast must run
+within RabbitMQ's ``consumer_timeout`` (30 minutes by default), or the broker
+delivers it again (the conductor skips what it already built). Each worker
+logs on stop how many casts waited and for how long.
 
-0: no limit, every message in arrival order (Nova's behaviour). Measured
+0: no limit, every message in arrival order, acknowledged on receipt (Nova's
+behaviour: a worker killed loses the casts it received). Measured
 (1,000-instance burst, 200 computes, 2 CPUs): request -> ACTIVE p50 17-21 s
 with 8, 22 s with 12 to 32, 31-33 s with 0 or 64; a 16-client soak ran as
 many builds a minute with 8 as with 0 (6 casts in 1,284 waited)."""),
@@ -57,6 +60,12 @@ build does (so that its compute's next resource refresh drops its usage) and
 tells the schedulers to forget it. With several conductors the update is
 conditional: one of them does it.
 
+A build on a host whose compute service is down (silent for ``[DEFAULT]
+service_down_time``, not counting the time the conductor was itself cut off
+from the database or the message bus) is ended after five times
+``service_down_time`` instead, when that is shorter: a dead compute's builds
+are found in minutes, a slow one's are left to finish.
+
 Every step of a legitimate build writes the instance (scheduling, claim,
 spawning, reschedule), so the bound must exceed the longest single step: the
 longest spawn of your driver plus twice ``[DEFAULT] long_rpc_timeout`` (a
@@ -68,7 +77,8 @@ too short ends builds that would have finished: their compute then finds the
 instance in ERROR, removes the guest and leaves the record alone.
 
 Related options: ``[DEFAULT] long_rpc_timeout``, ``[DEFAULT]
-instance_build_timeout``, ``[DEFAULT] max_concurrent_builds``"""),
+instance_build_timeout``, ``[DEFAULT] max_concurrent_builds``, ``[DEFAULT]
+service_down_time``"""),
 ]
 
 

@@ -1,6 +1,7 @@
 """``oslo.config.opts`` entry point: every minisched option, grouped, for the sample generator."""
 import collections
 
+from minisched.conf import api
 from minisched.conf import compute
 from minisched.conf import conductor
 from minisched.conf import database
@@ -12,7 +13,7 @@ from minisched.conf import scheduler
 from minisched.conf import upgrade_levels
 
 #: Every option module; tests/unit/conf/test_opts.py checks that none is missing.
-_MODULES = (compute, conductor, database, default, filter_scheduler, notifications, pci,
+_MODULES = (api, compute, conductor, database, default, filter_scheduler, notifications, pci,
             scheduler, upgrade_levels)
 
 

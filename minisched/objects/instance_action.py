@@ -2,9 +2,9 @@
 import logging
 import traceback
 
-import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from minisched import bus_errors
 from minisched import lazy
 from minisched.objects import base
 from minisched.objects import fields
@@ -152,5 +152,6 @@ class EventReporter:
         """
         try:
             method(context, uuid, *args, **kwargs)
-        except messaging.MessagingTimeout as exc:
-            LOG.warning('Event %s of instance %s not recorded: %s', self.event_name, uuid, exc)
+        except bus_errors.UNREACHABLE as exc:
+            LOG.warning('Event %s of instance %s not recorded: %s', self.event_name, uuid,
+                        bus_errors.describe(exc))

@@ -106,7 +106,8 @@ class InstanceGroup(base.MinischedTimestampObject, base.MinischedObject):
         uuids = list(set(self.members) - set(exclude or []))
         if not uuids:
             return []
-        cells = [c for c in cell_mapping.CellMappingList.get_all(self._context)
+        # The cell list is admin-only; the members are still read with the caller's context.
+        cells = [c for c in cell_mapping.CellMappingList.get_all(self._context.elevated())
                  if not c.is_cell0()] or [None]
         hosts = set()
         for cell in cells:

@@ -7,6 +7,7 @@ import oslo_messaging as messaging
 from oslo_serialization import jsonutils
 from oslo_service import periodic_task
 
+from minisched.api.validation import parameter_types
 from minisched import exception
 from minisched import manager
 from minisched import rpc
@@ -20,6 +21,10 @@ LOG = logging.getLogger(__name__)
 _sentinel = object()
 #: Upper bound of instances in one request; a larger one is rejected, not attempted.
 MAX_INSTANCES_PER_REQUEST = 10000
+#: The smallest value of each flavor size a request may carry: Nova's API bounds for a
+#: flavor (RAM and vCPUs at least 1, disks and swap at least 0), all at most MAX_INT.
+FLAVOR_SIZES = {'memory_mb': 1, 'vcpus': 1, 'root_gb': 0, 'ephemeral_gb': 0, 'swap': 0}
+MAX_INT = parameter_types.MAX_INT
 
 
 class SchedulerManager(manager.Manager):
@@ -184,9 +189,18 @@ def _validate(spec_obj, instance_uuids):
                                            type(spec_obj).__name__)
     if not spec_obj.obj_attr_is_set('flavor') or spec_obj.flavor is None:
         raise exception.InvalidRequestSpec(reason='the request has no flavor')
-    for size in ('memory_mb', 'vcpus', 'root_gb', 'ephemeral_gb'):
+    for size, least in FLAVOR_SIZES.items():
         if not spec_obj.flavor.obj_attr_is_set(size):
+            if size == 'swap':
+                continue  # optional: 0
             raise exception.InvalidRequestSpec(reason='the flavor has no %s' % size)
+        value = getattr(spec_obj.flavor, size)
+        if not least <= value <= MAX_INT:
+            # A negative size would give the hosts it is "placed" on resources, as a
+            # build's consumption of them does, until their next report.
+            raise exception.InvalidRequestSpec(
+                reason='the flavor\'s %s must be between %d and %d (as for a flavor made by '
+                       'the API), got %r' % (size, least, MAX_INT, value))
     if instance_uuids is not None and (not isinstance(instance_uuids, list) or
                                        not all(isinstance(u, str) for u in instance_uuids)):
         raise exception.InvalidRequestSpec(reason='instance_uuids must be a list of strings')

@@ -138,3 +138,57 @@ def test_a_users_build_and_delete_run_with_its_own_context(request, cluster):
     client.delete(uuid_)
     client.wait_deleted([uuid_])
     assert 'Refused' not in cluster.log('conductor') + cluster.log('c1')
+
+
+class _StringAdminContext(ms_context.RequestContext):
+    """A context whose sender writes ``is_admin`` as a string, as a careless client would."""
+
+    def to_dict(self):
+        values = super().to_dict()
+        values['is_admin'] = 'false'
+        return values
+
+
+def test_server_groups_cell_mappings_and_typed_contexts_over_the_bus(cluster):
+    """A string ``is_admin`` is refused, not read as True; server groups are their project's;
+    cell mappings (whose URLs hold passwords) are an admin's."""
+    cluster.start_conductor()
+    admin = ms_context.get_admin_context()
+    owner = ms_context.RequestContext(user_id='alice', project_id='p1')
+    intruder = ms_context.RequestContext(user_id='mallory', project_id='p2')
+    anonymous = ms_context.RequestContext()
+    raw = resilience.RawClients(cluster)
+    try:
+        client = raw.object_client('conductor', '3.0')
+        with pytest.raises(exception.Invalid, match='is_admin is a str'):
+            _class_call(client, _StringAdminContext(user_id='u', project_id='p'),
+                        'CellMappingList', 'get_all')
+        for ctxt in (anonymous, owner):
+            with pytest.raises(exception.AdminRequired):
+                _class_call(client, ctxt, 'CellMappingList', 'get_all')
+        _class_call(client, admin, 'CellMappingList', 'get_all')  # an admin's: answered
+
+        group = objects.InstanceGroup(name='g', policy='anti-affinity', project_id='p1',
+                                      user_id='alice', members=['i1'])
+        _object_call(client, owner, group, 'create')
+        group_uuid = cluster.query('SELECT uuid FROM instance_groups')[0]['uuid']
+        assert list(_class_call(client, intruder, 'InstanceGroupList', 'get_all')) == []
+        for ctxt in (intruder, anonymous):
+            with pytest.raises((exception.InstanceGroupNotFound, exception.Forbidden)):
+                _class_call(client, ctxt, 'InstanceGroup', 'add_members', group_uuid, ['i9'])
+            with pytest.raises((exception.InstanceGroupNotFound, exception.Forbidden)):
+                _class_call(client, ctxt, 'InstanceGroup', 'get_by_uuid', group_uuid)
+        with pytest.raises(exception.Forbidden):
+            _class_call(client, anonymous, 'InstanceGroupList', 'get_all')
+        forged = _class_call(client, admin, 'InstanceGroup', 'get_by_uuid', group_uuid)
+        with pytest.raises(exception.InstanceGroupNotFound):
+            _object_call(client, intruder, forged, 'destroy')
+        rows = cluster.query('SELECT g.uuid, m.instance_uuid FROM instance_groups g '
+                             'JOIN instance_group_member m ON m.group_id = g.id')
+        assert rows == [{'uuid': group_uuid, 'instance_uuid': 'i1'}]
+        mine, = _class_call(client, owner, 'InstanceGroupList', 'get_all')
+        assert mine.uuid == group_uuid and mine.members == ['i1']
+        resilience.wait_log(cluster, 'conductor', 'is_admin is a str')
+    finally:
+        raw.close()
+    assert cluster.processes['conductor'].popen.poll() is None

@@ -183,3 +183,34 @@ def test_aggregate_zone_reaches_the_running_schedulers(cluster):
     for _ in range(3):
         _out, err = select_in('az1', 1)
         assert 'AvailabilityZoneFilter rejected 2 of 2' in err
+
+
+def test_builds_not_placed_yet_are_shown_and_listed(cluster):
+    """No conductor runs: the builds stay build requests, shown and listed as such (a read
+    of what only a cell knows used to look the instance up in a cell: "not found")."""
+    manage(cluster, 'flavor', 'create', 'm1.test', '--ram', 512, '--vcpus', 1, '--disk', 5)
+    out, _ = manage(cluster, 'server', 'create', '--flavor', 'm1.test', '--num-instances', 2,
+                    '--name', 'queued')
+    uuids = out.splitlines()[:2]
+    shown = {row['field']: row['value']
+             for row in table(manage(cluster, 'server', 'show', uuids[0])[0])}
+    assert (shown['id'], shown['name'], shown['vm_state'], shown['task_state']) == (
+        uuids[0], 'queued-1', 'building', 'scheduling')
+    assert shown['host'] in ('', 'None', '-') and shown['created'] not in ('', 'None', '-')
+    for args in (('--all',), ()):
+        listed = table(manage(cluster, 'server', 'list', *args)[0])
+        assert sorted(row['uuid'] for row in listed) == sorted(uuids)
+        assert {row['vm_state'] for row in listed} == {'building'}
+
+
+def test_absurd_counts_are_refused_at_once(cluster):
+    """Refused before anything is written, and at once (the CLI used to build every
+    instance of a count of 2**40 first: ``manage`` times out after TIMEOUT s); nothing is
+    left in the API database."""
+    manage(cluster, 'flavor', 'create', 'm1.test', '--ram', 512, '--vcpus', 1, '--disk', 5)
+    for count in (5000, 1099511627776):
+        out, err = manage(cluster, 'server', 'create', '--flavor', 'm1.test',
+                          '--num-instances', count, expect=1)
+        assert 'Requested %d instances, but at most 1000 can be created by one request' % (
+            count) in out + err
+    assert cluster.query('SELECT COUNT(*) AS n FROM build_requests') == [{'n': 0}]

@@ -1,8 +1,12 @@
 """minisched.rpc_admission.AdmittingRPCServer on RabbitMQ: the messages that start work run a
 few at a time, in arrival order, while the others are answered as they come; the ones it
-holds when it stops run before it has stopped."""
+holds when it stops run before it has stopped, and the ones it held or ran when it was
+killed are delivered again (acknowledged only once they have run)."""
 import contextlib
 import logging
+import os
+import subprocess
+import sys
 import threading
 
 import oslo_messaging as messaging
@@ -114,8 +118,8 @@ def test_no_limit_runs_every_message_as_it_arrives(transport_url):
 
 
 def test_casts_held_when_the_server_stops_run_before_it_has_stopped(transport_url):
-    """oslo.messaging acknowledged them on receipt: a stopping server runs them, as its
-    executor runs the messages queued for it."""
+    """A stopping server runs them (and acknowledges them then), as its executor runs the
+    messages queued for it."""
     endpoint = Endpoint()
     with _client(transport_url) as client:
         with _server(transport_url, endpoint, limit=1, stop=False) as server:
@@ -155,3 +159,59 @@ def test_a_failure_running_an_admitted_message_gives_its_turn_to_the_next(transp
         base.wait_for(lambda: len(endpoint.done) == 4, timeout=20, message='the fourth done')
     assert endpoint.done == [0, 1, 2, 3] and server.held == 0 and len(failed) == 1
     assert '%s: unexpected failure running a message' % TOPIC in caplog.text
+
+
+_WORKER = '''
+import sys, threading, time
+from tests.functional import test_rpc_admission as t
+
+url, path = sys.argv[1:]
+
+
+class Endpoint(t.Endpoint):
+    def start_work(self, ctxt, n):
+        with open(path, 'a') as f:
+            f.write('%d\\n' % n)
+        threading.Event().wait()   # never done: killed while running
+
+
+with t._server(url, Endpoint(), limit=2, stop=False):
+    time.sleep(600)
+'''
+
+
+def _answers(client):
+    try:
+        return client.prepare(timeout=2).call(_ctxt(), 'progress') == 'answered'
+    except messaging.MessagingTimeout:
+        return False
+
+
+def test_a_killed_server_loses_neither_held_nor_running_casts(transport_url, tmp_path):
+    """Admitted messages are acknowledged once they have run: a server killed with two
+    casts running and four held leaves all six in RabbitMQ, which delivers them to the
+    next server. (oslo.messaging acknowledges on receipt: they were lost.)"""
+    started = tmp_path / 'started'
+    worker = subprocess.Popen([sys.executable, '-c', _WORKER, transport_url, str(started)],
+                              cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                                  os.path.abspath(__file__)))))
+    try:
+        with _client(transport_url) as client:
+            base.wait_for(lambda: _answers(client), timeout=30,
+                          message='the worker to listen')
+            for n in range(6):
+                client.cast(_ctxt(), 'start_work', n=n)
+            base.wait_for(lambda: started.exists() and started.read_text() == '0\n1\n',
+                          timeout=30, message='two casts running in the worker')
+    finally:
+        worker.kill()
+        worker.wait()
+    endpoint = Endpoint()
+    endpoint.gate.set()
+    with _server(transport_url, endpoint, limit=2):
+        base.wait_for(lambda: len(endpoint.done) == 6, timeout=30,
+                      message='the six casts delivered again and run')
+        with _client(transport_url) as client:  # nothing more comes: every one acknowledged
+            assert client.prepare(timeout=10).call(_ctxt(), 'progress') == 'answered'
+    assert sorted(endpoint.done) == list(range(6))
+    assert started.read_text() == '0\n1\n'

@@ -12,6 +12,7 @@ from minisched import conf as _conf  # noqa: F401  (registers every option)
 from minisched import monkey_patch
 from minisched import objects
 from minisched import rpc
+from minisched.servicegroup import outages
 
 objects.register_all()
 
@@ -36,6 +37,10 @@ class TestCase(unittest.TestCase):
         self.addCleanup(self._config_fixture.cleanUp)
         self.conf = cfg.CONF
         self.conf([], project='minisched', default_config_files=[], default_config_dirs=[])
+        # This process's outages (servicegroup.outages) are the test's own.
+        patcher = mock.patch.object(outages, 'OWN', outages.Outages())
+        patcher.start()
+        self.addCleanup(patcher.stop)
 
     def flags(self, group=None, **kw):
         """Override options for this test only."""

@@ -4,6 +4,7 @@ import datetime
 from oslo_utils import timeutils
 
 from minisched import context
+from minisched import exception
 from tests.unit import base
 
 
@@ -41,3 +42,47 @@ class TimestampTestCase(base.TestCase):
                 self.assertRaises(ValueError, self._as_before, value)
                 self.assertRaises(ValueError, context.parse_timestamp, value)
                 self.assertRaises(ValueError, context.RequestContext, timestamp=value)
+
+
+class FromDictTypesTestCase(base.TestCase):
+    """A deserialized context's fields have their types: ``bool("false")`` is True."""
+
+    def _dict(self, **changes):
+        values = context.RequestContext(user_id='u', project_id='p').to_dict()
+        values.update(changes)
+        return values
+
+    def test_round_trip(self):
+        for ctxt in (context.get_admin_context(), context.get_context(),
+                     context.RequestContext(user_id='u', project_id='p', roles=['member'])):
+            copy = context.RequestContext.from_dict(ctxt.to_dict())
+            self.assertIs(ctxt.is_admin, copy.is_admin)
+            self.assertEqual(ctxt.to_dict(), copy.to_dict())
+
+    def test_is_admin_must_be_a_boolean(self):
+        for value in ('false', 'False', 'true', '', 0, 1, 'no', [], {}):
+            with self.subTest(value=value):
+                with self.assertRaises(exception.InvalidContext) as caught:
+                    context.RequestContext.from_dict(self._dict(is_admin=value))
+                self.assertIn('is_admin is a %s' % type(value).__name__,
+                              str(caught.exception))
+        self.assertTrue(context.RequestContext.from_dict(self._dict(is_admin=True)).is_admin)
+        self.assertFalse(context.RequestContext.from_dict(self._dict(is_admin=False)).is_admin)
+        self.assertFalse(context.RequestContext.from_dict(self._dict(is_admin=None)).is_admin)
+
+    def test_other_fields_have_their_types(self):
+        for name, value in (('user_id', 5), ('project_id', ['p']), ('read_only', 'false'),
+                            ('show_deleted', 1), ('is_admin_project', 'true'),
+                            ('roles', 'admin'), ('roles', ['admin', 1]), ('timestamp', 5),
+                            ('read_deleted', True), ('request_id', {'a': 1})):
+            with self.subTest(name=name, value=value):
+                with self.assertRaises(exception.InvalidContext) as caught:
+                    context.RequestContext.from_dict(self._dict(**{name: value}))
+                self.assertIn(name, str(caught.exception))
+
+    def test_not_a_mapping(self):
+        self.assertRaises(exception.InvalidContext, context.RequestContext.from_dict, 'ctx')
+
+    def test_unknown_keys_are_ignored(self):
+        ctxt = context.RequestContext.from_dict(self._dict(anything=object()))
+        self.assertEqual('u', ctxt.user_id)

@@ -90,3 +90,28 @@ def test_the_in_process_config_logs_to_a_file_and_sizes_the_computes(tmp_path):
     assert 'transport_url = fake://' in lines
     assert lines[-2:] == ['[fake_driver]',
                           'host_sizes = compute1:4/8192/100,compute2:8/16384/200']
+
+
+def test_the_sqlite_databases_are_private_from_their_creation(tmp_path, umask_022,
+                                                              monkeypatch):
+    """The API database holds the broker password (the cells' transport URLs)."""
+    from minisched.conf import database
+    cluster, out = _cluster(tmp_path)
+    cluster.write_config()
+    seen = {}
+
+    def manage(*args, check=True):
+        # What minisched-manage finds when it opens them (SQLite keeps an existing mode).
+        seen[args] = {name: _mode(os.path.join(cluster.state_dir, name))
+                      for name in localcluster.SQLITE_FILES}
+    monkeypatch.setattr(cluster, 'manage', manage)
+    cluster.prepare_databases()
+    assert seen[('api_db', 'sync')] == dict.fromkeys(localcluster.SQLITE_FILES, 0o600)
+    assert sorted(localcluster.SQLITE_FILES) == sorted([database.MAIN_SQLITE,
+                                                        database.API_SQLITE])
+    # A file left 0644 by an older minisched-cluster is tightened, with a note.
+    path = os.path.join(cluster.state_dir, database.API_SQLITE)
+    os.chmod(path, 0o644)
+    cluster.prepare_databases()
+    assert _mode(path) == 0o600
+    assert 'Tightened the permissions of %s from 0644 to 0600' % path in out.getvalue()

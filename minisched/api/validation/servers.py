@@ -2,13 +2,18 @@
 
 The name and the availability zone are Nova's ``name`` (1 to 255 printable characters, no
 whitespace first or last); with several servers each name gets a ``-N`` suffix, which must
-fit too. The count is a positive integer. Metadata is Nova's (keys of 1 to 255 of ``a-z
+fit too. Metadata is Nova's (keys of 1 to 255 of ``a-z
 A-Z 0-9 - _ : .`` and space, string values of at most 255 characters; at most
 ``METADATA_ITEMS`` pairs, Nova's default quota). Scheduler hints the filters read have
 Nova's types: ``group``, ``same_host`` and ``different_host`` take UUIDs, ``query`` a JSON
 string (or an object, kept as its JSON), ``target_cell`` a name, ``build_near_host_ip`` an IP
 address, ``cidr`` a ``/PREFIX``; other hints are accepted as Nova accepts them, as long as
 the request spec can hold them (strings, numbers, or lists of those).
+
+The counts are Nova's ``min_count`` and ``max_count`` (``num_instances`` here): positive
+integers, ``min_count`` at most ``max_count``. How many one request may ask for is not the
+schema's business (Nova's quota decides; here ``[api] max_instances_per_request``: see
+``minisched.compute.api``).
 
 Hints come in either of their forms: Nova's (a scalar or a list) or the request spec's (a
 list per hint, a one-element list standing for its value). The result is the request
@@ -28,8 +33,10 @@ _CIDR = re.compile('/[0-9a-f.:]+')
 _SCALARS = (str, int, float)
 
 #: A server create request once validated: the values to build the instances with.
+#: ``count`` is the most instances asked for (Nova's ``max_count``), ``min_count`` the
+#: fewest the caller takes.
 CreateRequest = collections.namedtuple(
-    'CreateRequest', 'name availability_zone scheduler_hints metadata count')
+    'CreateRequest', 'name availability_zone scheduler_hints metadata count min_count')
 
 
 def check_count(field, value):
@@ -133,15 +140,29 @@ def check_scheduler_hints(hints):
 
 # -- the request ----------------------------------------------------------------------------
 
+def check_counts(max_count, min_count=None):
+    """``(min_count, max_count)`` as Nova's API reads them: positive integers, ``min_count``
+    (default: ``max_count``, all or nothing) at most ``max_count``."""
+    count = check_count('num_instances', max_count)
+    if min_count is None:
+        return count, count
+    least = check_count('min_count', min_count)
+    if least > count:
+        raise types.invalid('min_count', min_count, 'min_count must be <= max_count (%d).'
+                            % count)
+    return least, count
+
+
 def validate_create(name=None, availability_zone=None, scheduler_hints=None, metadata=None,
-                    num_instances=1):
+                    num_instances=1, min_count=None):
     """The CreateRequest of these arguments, once each passes its rule (ValidationError
-    for the first that does not). None leaves a name or a zone unset."""
-    count = check_count('num_instances', num_instances)
+    for the first that does not). None leaves a name or a zone unset; ``num_instances`` is
+    Nova's ``max_count``."""
+    least, count = check_counts(num_instances, min_count)
     if name is not None:
         check_server_name(name, count)
     if availability_zone is not None:
         types.check_name('availability_zone', availability_zone)
     return CreateRequest(
         name, availability_zone, check_scheduler_hints(scheduler_hints),
-        dict(types.check_metadata('metadata', metadata, METADATA_ITEMS)), count)
+        dict(types.check_metadata('metadata', metadata, METADATA_ITEMS)), count, least)

@@ -9,9 +9,12 @@ their children: host and instance mappings a nested ``cell_mapping`` dict, flavo
 ``members`` list. Writes retry on deadlock; duplicates raise named exceptions.
 
 Authorization (see ``minisched.context``): cell and host mappings, aggregates and flavors
-are written by admin contexts only. Instance mappings, build requests and request specs
-belong to a project: a user's context reaches only its own project's (another project's is
-NotFound, as if it did not exist) and creates only its own.
+are written by admin contexts only; cell and host mappings, which carry the cells' database
+and transport URLs with their passwords, are read by admin contexts only too (a service
+reading them for a user's request elevates its context). Instance mappings, build requests,
+request specs and instance groups belong to a project: a user's context reaches only its own
+project's (another project's is NotFound, as if it did not exist) and creates only its own,
+as Nova's queries filter them (``project_only``, ``_instance_group_get_query``).
 """
 import sqlalchemy as sa
 from oslo_db import exception as db_exc
@@ -149,12 +152,14 @@ def cell_mapping_create(context, values):
         return utils.insert(conn, cells, values)
 
 
+@_admin_only
 def cell_mapping_get_by_uuid(context, cell_uuid):
     with _begin() as conn:
         return _fetch_or_raise(conn, exception.CellMappingNotFound(uuid=cell_uuid), cells,
                                cells.c.uuid == cell_uuid)
 
 
+@_admin_only
 def cell_mapping_get_all(context):
     with _begin() as conn:
         return utils.fetch_all(conn, cells)
@@ -212,6 +217,7 @@ def host_mapping_create(context, host, cell_id):
         raise exception.HostMappingExists(name=host, cell_uuid=cell_uuid) from error
 
 
+@_admin_only
 def host_mapping_get_by_host(context, host):
     with _begin() as conn:
         row = _host_mapping(conn, host)
@@ -220,6 +226,7 @@ def host_mapping_get_by_host(context, host):
     return row
 
 
+@_admin_only
 def host_mapping_get_all(context, cell_id=None):
     where = [] if cell_id is None else [host_mappings.c.cell_id == cell_id]
     with _begin() as conn:
@@ -528,10 +535,12 @@ def _with_members(conn, rows):
     return rows
 
 
-def _group(conn, group_uuid):
+def _group(conn, context, group_uuid):
+    """The group (with its members) in ``context``'s scope, else InstanceGroupNotFound."""
     error = exception.InstanceGroupNotFound(group_uuid=group_uuid)
-    return _with_members(conn, [_fetch_or_raise(conn, error, groups,
-                                                groups.c.uuid == group_uuid)])[0]
+    row = _own_or_raise(conn, context, error, groups, [groups.c.uuid == group_uuid],
+                        _project_only(context, groups))
+    return _with_members(conn, [row])[0]
 
 
 def _add_members(conn, group_id, instance_uuids):
@@ -543,59 +552,73 @@ def _add_members(conn, group_id, instance_uuids):
                                                    instance_uuid=instance_uuid))
 
 
+@_user_or_admin
 @utils.writer
 def instance_group_create(context, values, members=None):
+    ms_context.authorize_project_context(context, values.get('project_id'))
     values = _with_uuid(values)
     exists = exception.InstanceGroupExists(group_uuid=values['uuid'])
     with utils.duplicate_as(lambda error: exists), _begin() as conn:
         row = utils.insert(conn, groups, values)
         _add_members(conn, row['id'], members or [])
-        return _group(conn, row['uuid'])
+        return _group(conn, context, row['uuid'])
 
 
+@_user_or_admin
 def instance_group_get(context, group_uuid):
     with _begin() as conn:
-        return _group(conn, group_uuid)
+        return _group(conn, context, group_uuid)
 
 
+@_user_or_admin
 def instance_group_get_by_instance(context, instance_uuid):
-    """The group ``instance_uuid`` is a member of (``InstanceGroupNotFound`` if none)."""
+    """The group ``instance_uuid`` is a member of (``InstanceGroupNotFound`` if none, or if
+    it is another project's than a user context's)."""
     member_of = (sa.select(group_members.c.group_id)
                  .where(group_members.c.instance_uuid == instance_uuid))
     with _begin() as conn:
-        row = utils.fetch(conn, groups, groups.c.id.in_(member_of))
-        if row is None:
-            raise exception.InstanceGroupNotFound(group_uuid=instance_uuid)
+        row = _own_or_raise(conn, context, exception.InstanceGroupNotFound(
+            group_uuid=instance_uuid), groups, [groups.c.id.in_(member_of)],
+            _project_only(context, groups))
         return _with_members(conn, [row])[0]
 
 
+@_user_or_admin
 def instance_group_get_all(context, project_id=None):
+    """Every group (of ``project_id`` when given); a user context sees its project's only."""
     where = [] if project_id is None else [groups.c.project_id == project_id]
+    where += _project_only(context, groups)
     with _begin() as conn:
         return _with_members(conn, utils.fetch_all(conn, groups, *where))
 
 
+@_user_or_admin
 @utils.upserter
 def instance_group_members_add(context, group_uuid, instance_uuids):
     """Add the instances not yet members; returns the group."""
     with _begin() as conn:
-        group = _group(conn, group_uuid)
+        group = _group(conn, context, group_uuid)
         _add_members(conn, group['id'], instance_uuids)
-        return _group(conn, group_uuid)
+        return _group(conn, context, group_uuid)
 
 
+@_user_or_admin
 @utils.writer
 def instance_group_update(context, group_uuid, values):
+    if 'project_id' in values:
+        ms_context.authorize_project_context(context, values['project_id'])
     with _begin() as conn:
+        _group(conn, context, group_uuid)
         _update_or_raise(conn, exception.InstanceGroupNotFound(group_uuid=group_uuid), groups,
                          [groups.c.uuid == group_uuid], values)
-        return _group(conn, group_uuid)
+        return _group(conn, context, group_uuid)
 
 
+@_user_or_admin
 @utils.writer
 def instance_group_destroy(context, group_uuid):
     with _begin() as conn:
-        group = _group(conn, group_uuid)
+        group = _group(conn, context, group_uuid)
         conn.execute(sa.delete(group_members).where(group_members.c.group_id == group['id']))
         conn.execute(sa.delete(groups).where(groups.c.id == group['id']))
 
@@ -723,3 +746,74 @@ def build_request_take(context, instance_uuid, cell_id):
             *_build_request_where(instance_uuid),
             *_project_only(context, build_requests))).rowcount
         return TAKEN if deleted else GONE
+
+
+# -- the rows of one create -----------------------------------------------------------------------
+
+@_user_or_admin
+@utils.writer
+def build_batch_create(context, specs, requests, mappings, group_uuid=None):
+    """Write the rows of one create in one transaction: all of them, or none.
+
+    :param specs: request spec values (``instance_uuid``, ``spec``), one per instance
+    :param requests: build request values, one per instance
+    :param mappings: instance mapping values, one per instance
+    :param group_uuid: the server group the instances join, or None
+    :returns: ``(build request rows, request spec rows)``, in the order given
+
+    Nova's ``_provision_instances`` writes them row by row and deletes what it wrote when a
+    later write fails; that deletion cannot run when the database connection is what failed
+    (a create cut 1 s in left hundreds of build requests no conductor would ever see). A
+    transaction holds then too: the database rolls back what it was not told to commit.
+    """
+    for values in list(requests) + list(mappings):
+        ms_context.authorize_project_context(context, values.get('project_id'))
+    uuids = [values['instance_uuid'] for values in requests]
+    exists = exception.BuildRequestAlreadyExists(uuid=uuids[0] if uuids else None)
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        for table, rows in ((request_specs, specs), (build_requests, requests),
+                            (instance_mappings, mappings)):
+            if rows:
+                conn.execute(sa.insert(table), list(rows))
+        if group_uuid is not None:
+            _add_members(conn, _group(conn, context, group_uuid)['id'], uuids)
+        return tuple(_by_instance(conn, table, uuids)
+                     for table in (build_requests, request_specs))
+
+
+def _by_instance(conn, table, uuids):
+    """The rows of ``table`` of these instances, in the order of ``uuids``."""
+    found = {}
+    for start in range(0, len(uuids), utils.IDS_PER_QUERY):
+        chunk = uuids[start:start + utils.IDS_PER_QUERY]
+        for row in utils.fetch_all(conn, table, table.c.instance_uuid.in_(chunk)):
+            found[row['instance_uuid']] = row
+    return [found[uuid] for uuid in uuids]
+
+
+class _Taken(Exception):
+    """Rolls back a withdrawal: a conductor took one of the build requests."""
+
+
+@_user_or_admin
+@utils.writer
+def build_batch_withdraw(context, instance_uuids):
+    """Delete what :func:`build_batch_create` wrote for these instances, in one transaction,
+    unless a conductor took one of their build requests already: then nothing is deleted
+    and False is returned (the message got through; the build stands)."""
+    try:
+        with _begin() as conn:
+            for start in range(0, len(instance_uuids), utils.IDS_PER_QUERY):
+                chunk = list(instance_uuids[start:start + utils.IDS_PER_QUERY])
+                deleted = conn.execute(sa.delete(build_requests).where(
+                    build_requests.c.instance_uuid.in_(chunk),
+                    *_project_only(context, build_requests))).rowcount
+                if deleted != len(set(chunk)):
+                    raise _Taken()
+                for table in (instance_mappings, request_specs):
+                    conn.execute(sa.delete(table).where(table.c.instance_uuid.in_(chunk)))
+                conn.execute(sa.delete(group_members).where(
+                    group_members.c.instance_uuid.in_(chunk)))
+    except _Taken:
+        return False
+    return True

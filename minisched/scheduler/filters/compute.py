@@ -9,6 +9,7 @@ from oslo_utils import timeutils
 
 from minisched import servicegroup
 from minisched.scheduler import filters
+from minisched.servicegroup import outages
 
 LOG = logging.getLogger(__name__)
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -84,6 +85,7 @@ class ComputeFilter(filters.BaseHostFilter):
         super().__init__(conf)
         # As in Nova, this also raises a too small service_down_time to 2.5 x report_interval.
         self.servicegroup_api = servicegroup.API(conf)
+        self.outages = outages.OWN
         self._tables = weakref.WeakKeyDictionary()
 
     def host_passes(self, host_state, spec_obj):
@@ -108,7 +110,11 @@ class ComputeFilter(filters.BaseHostFilter):
             facts.seen_changes, facts.seen_rows = view.table.service_changes, rows
         now = (timeutils.normalize_time(timeutils.utcnow()) - _EPOCH) // _MICROSECOND
         # Same float as abs(timedelta.total_seconds()): int64 -> float64 is exact here.
-        recent = np.abs(now - facts.beat[rows]) / 1e6 <= self.conf.service_down_time
+        silent = np.abs(now - facts.beat[rows])
+        if self.outages.spans(_EPOCH + now * _MICROSECOND):
+            # Less the time this scheduler was itself cut off (servicegroup.outages).
+            silent = silent - self.outages.unheard_us(facts.beat[rows], now, _EPOCH)
+        recent = silent / 1e6 <= self.conf.service_down_time
         disabled = facts.disabled[rows]
         down = ~disabled & ~(facts.alive[rows] & recent)
         for index in np.flatnonzero(down).tolist():

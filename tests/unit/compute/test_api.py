@@ -1,13 +1,20 @@
 """compute.API.create against SQLite: what the instance record keeps of its image."""
+from unittest import mock
+
+from oslo_messaging._drivers import amqp as amqp_common
+from oslo_messaging._drivers import common as driver_common
+from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
 from minisched.compute import api as compute_api
+from minisched.compute import create_bounds
 from minisched import context
 from minisched import exception
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_group as instance_group_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched import rpc
 from tests.unit import base, fakes, sqlite_databases
 
 uuids = base.uuids
@@ -198,3 +205,146 @@ class TestCreateValidatesBeforeWriting(sqlite_databases.SqliteDatabases, base.Te
         spec = request_spec_obj.RequestSpec.get_by_instance_uuid(self.ctxt, uuids_[0])
         self.assertEqual({'different_host': [uuids.other], 'query': ['{"and": []}']},
                          spec.scheduler_hints)
+
+
+class TestReadUnplacedBuilds(sqlite_databases.SqliteDatabases, base.TestCase):
+    """``server show`` and ``server list --all`` of an instance not placed yet read its build
+    request: what only a cell would know (host, node, launch) reads as not set yet, not as a
+    lazy load from a cell where the instance does not exist (InstanceNotFound)."""
+
+    #: What ``server show`` and ``server list`` print of an instance.
+    SHOWN = ('uuid', 'display_name', 'project_id', 'user_id', 'flavor', 'image_ref',
+             'availability_zone', 'host', 'node', 'vm_state', 'task_state', 'power_state',
+             'created_at', 'launched_at')
+
+    def setUp(self):
+        super().setUp()
+        self.use_databases()
+        self.use_fake_transport()  # the cast stays on the fake bus: nothing places them
+        self.ctxt = context.RequestContext(user_id='user1', project_id='project1')
+        self.api = compute_api.API(self.conf)
+        self.uuids = self.api.create(self.ctxt, fakes.fake_flavor(), image=IMAGE,
+                                     num_instances=2)
+
+    def _shown(self, instance):
+        return {name: getattr(instance, name) for name in self.SHOWN}
+
+    def test_show_reads_the_build_request(self):
+        shown = self._shown(self.api.get(self.ctxt, self.uuids[0]))
+        self.assertEqual((self.uuids[0], None, None, None, 'building', 'scheduling'), (
+            shown['uuid'], shown['host'], shown['node'], shown['launched_at'],
+            shown['vm_state'], shown['task_state']))
+        self.assertIsNotNone(shown['created_at'])
+
+    def test_list_of_every_project_reads_the_build_requests(self):
+        for ctxt in (self.ctxt, self.ctxt.elevated()):
+            listed = self.api.get_all(ctxt)
+            self.assertEqual(sorted(self.uuids), sorted(i.uuid for i in listed))
+            for instance in listed:
+                self.assertEqual((None, None), (instance.host, instance.node))
+                self._shown(instance)
+
+    def test_filtered_list_keeps_the_build_requests_that_match(self):
+        """As Nova's list of servers: a project's list holds its builds not placed yet;
+        a filter on what they cannot have yet (a host) leaves them out."""
+        listed = self.api.get_all(self.ctxt, {'project_id': 'project1'})
+        self.assertEqual(sorted(self.uuids), sorted(i.uuid for i in listed))
+        self.assertEqual([], self.api.get_all(self.ctxt, {'project_id': 'other'}))
+        self.assertEqual([], self.api.get_all(self.ctxt, {'host': 'c1'}))
+
+
+class TestCountBounds(sqlite_databases.SqliteDatabases, base.TestCase):
+    """``[api] max_instances_per_request`` and the size of the cast: refused (or clamped to
+    ``min_count``'s leave) before anything is written, so the conductor never receives a
+    request it would drop."""
+
+    TABLES = ('build_requests', 'request_specs', 'instance_mappings')
+
+    def setUp(self):
+        super().setUp()
+        self.use_databases()
+        self.use_fake_transport()
+        self.ctxt = context.RequestContext(user_id='user1', project_id='project1')
+        self.api = compute_api.API(self.conf)
+        self.sent = []
+        driver = rpc.TRANSPORT._driver
+        real_send = driver.send
+
+        def send(target, ctxt, message, *args, **kwargs):
+            self.sent.append((ctxt, message))
+            return real_send(target, ctxt, message, *args, **kwargs)
+        patcher = mock.patch.object(driver, 'send', send)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def rows(self):
+        engine = sa.create_engine(self.api_url)
+        with engine.connect() as conn:
+            counts = [conn.execute(sa.text('SELECT COUNT(*) FROM %s' % name)).scalar()
+                      for name in self.TABLES]
+        engine.dispose()
+        return counts
+
+    def test_a_count_over_the_maximum_is_refused_before_anything_is_written(self):
+        self.flags(group='api', max_instances_per_request=3)
+        for count in (4, 5000, 1099511627776):
+            with self.subTest(count=count):
+                with self.assertRaises(exception.TooManyInstances) as raised:
+                    self.api.create(self.ctxt, fakes.fake_flavor(), num_instances=count)
+                self.assertIn('Requested %d instances, but at most 3' % count,
+                              raised.exception.format_message())
+        self.assertEqual([0, 0, 0], self.rows())
+        self.assertEqual([], self.sent)
+        self.assertEqual(3, len(self.api.create(self.ctxt, fakes.fake_flavor(),
+                                                num_instances=3)))
+
+    def test_a_min_count_that_fits_gets_the_maximum(self):
+        """As Nova creates as many as the quota allows when that is at least min_count."""
+        self.flags(group='api', max_instances_per_request=3)
+        created = self.api.create(self.ctxt, fakes.fake_flavor(), num_instances=10,
+                                  min_count=2)
+        self.assertEqual(3, len(created))
+        self.assertEqual([3, 3, 3], self.rows())
+        spec = request_spec_obj.RequestSpec.get_by_instance_uuid(self.ctxt, created[0])
+        self.assertEqual(3, spec.num_instances)
+        with self.assertRaises(exception.TooManyInstances):
+            self.api.create(self.ctxt, fakes.fake_flavor(), num_instances=10, min_count=4)
+        self.assertEqual([3, 3, 3], self.rows())
+
+    def test_a_cast_larger_than_the_conductor_takes_is_refused(self):
+        self.flags(rpc_max_message_size_mb=1)
+        with self.assertRaises(exception.RequestTooLarge) as raised:
+            self.api.create(self.ctxt, fakes.fake_flavor(), num_instances=1000)
+        self.assertIn('more than [DEFAULT] rpc_max_message_size_mb = 1 MiB',
+                      raised.exception.format_message())
+        self.assertEqual([0, 0, 0], self.rows())
+        self.assertEqual([], self.sent)
+        most = raised.exception.kwargs['most']
+        self.assertLess(0, most)
+        self.assertLess(most, 1000)
+        # The most it names goes through, in a message within the limit.
+        self.api.create(self.ctxt, fakes.fake_flavor(), num_instances=most)
+        self.assertLessEqual(self._wire_size(*self.sent[-1]), 1024 * 1024)
+        self.flags(rpc_max_message_size_mb=0)  # no limit: not checked
+        self.api.create(self.ctxt, fakes.fake_flavor(), num_instances=1000)
+
+    def test_the_estimate_is_close_to_the_message_sent(self):
+        real = create_bounds.check_message_size
+        estimates = []
+        with mock.patch.object(create_bounds, 'check_message_size',
+                               lambda *args: estimates.append(real(*args))):
+            for count, name in ((1, None), (200, 'web'), (50, 'n' * 200)):
+                self.api.create(self.ctxt, fakes.fake_flavor(), num_instances=count,
+                                display_name=name, metadata={'k': 'v' * 200})
+                actual = self._wire_size(*self.sent[-1])
+                with self.subTest(count=count):
+                    self.assertLessEqual(actual, estimates[-1])
+                    self.assertLess(estimates[-1] - create_bounds._FIXED_BYTES, actual * 1.2)
+
+    @staticmethod
+    def _wire_size(ctxt, message):
+        """The body RabbitMQ gets for this cast, encoded by oslo.messaging's own functions."""
+        msg = dict(message)
+        amqp_common._add_unique_id(msg)
+        amqp_common.pack_context(msg, ctxt)
+        return len(jsonutils.dumps(driver_common.serialize_msg(msg)))

@@ -139,6 +139,43 @@ class TestBuildThroughAnOutage(BuildTestCase):
         self.assertEqual(build.ACTIVE, self._build(instance))
         self.assertEqual([1, 2], self.clock.sleeps)
 
+    def test_every_give_up_of_the_message_bus_is_retried(self):
+        """oslo.messaging gives up reconnecting (calls are prepared with a bounded retry
+        count), or a kombu/py-amqp/socket error escapes it: each is retried, on every
+        write of the build, fault and events included, and the build ends with its fault."""
+        import amqp.exceptions
+        import kombu.exceptions
+        import oslo_messaging as messaging
+        gave_up = [messaging.MessageDeliveryFailure(
+                       'Unable to connect to AMQP server on 127.0.0.1:5672 after 8 tries'),
+                   kombu.exceptions.OperationalError('[Errno 111] Connection refused'),
+                   amqp.exceptions.RecoverableConnectionError('connection already closed'),
+                   ConnectionResetError(104, 'Connection reset by peer')]
+        self.flags(group='fake_driver', spawn_failure='abort')
+        instance = self._instance()
+        saves = self._fail_calls(objects.Instance, 'save', gave_up)
+        faults = self._fail_calls(instance_fault.InstanceFault, 'create', gave_up[:2])
+        events = self._fail_calls(instance_action.InstanceActionEvent,
+                                  'event_finish_with_failure', gave_up[2:])
+        with self.assertLogs('minisched.compute.build', 'WARNING') as logs:
+            self.assertEqual(build.FAILED, self._build(instance))
+        self.assertEqual(([], [], []), (saves, faults, events))
+        self.assertEqual(('error', None, None), self._state())
+        self.assertEqual(['Build of instance %s aborted: fake driver told to abort'
+                          % instance.uuid], self._faults())
+        self.assertEqual([(EVENT, HOST, 'Error')], self._events())
+        self.assertIn('The message bus is unreachable: MessageDeliveryFailure: Unable to '
+                      'connect to AMQP server', logs.output[0])
+        self.assertFalse(any('Traceback' in line for line in logs.output))
+
+    def test_a_remote_error_is_not_retried(self):
+        """The conductor answered: its refusal is not an outage."""
+        import oslo_messaging as messaging
+        instance = self._instance()
+        self._fail_calls(objects.Instance, 'save', [messaging.RemoteError('Forbidden')] * 5)
+        self.assertEqual(build.FAILED, self._build(instance))
+        self.assertEqual([], self.clock.sleeps)
+
 
 class TestBuildEndedElsewhere(BuildTestCase):
     """The conductor's stuck-build check ended the build while it was still spawning."""

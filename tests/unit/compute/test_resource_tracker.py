@@ -311,6 +311,22 @@ class TestClaims(_TrackerTestCase):
         self.assertNotIn(instance.uuid, self.rt.tracked_instances)
 
 
+    def test_claims_and_frees_keep_disk_available_least_within_free_disk(self):
+        """The driver measured ``disk_available_least`` before the claims: each claim (and
+        free) moves it with ``free_disk_gb``: the scheduler, which warns that a host "has
+        more disk space than database expected" whenever it exceeds ``free_disk_gb``, did
+        so on almost every request during a burst of builds."""
+        node = self.rt.compute_nodes[NODE]
+        self.assertEqual((100, 100), (node.disk_available_least, node.free_disk_gb))
+        one, _ = self._claim({}, name='one', root_gb=10, ephemeral_gb=5)
+        self._claim({}, name='two', root_gb=20)
+        self.assertEqual((65, 65), (node.disk_available_least, node.free_disk_gb))
+        self.rt.update_usage(self.ctxt, one, NODE, is_removed=True)
+        self.assertEqual((80, 80), (node.disk_available_least, node.free_disk_gb))
+        # The next refresh takes the driver's measure again.
+        self.assertEqual(100, self._update().disk_available_least)
+
+
 class TestBuildFailures(_TrackerTestCase):
 
     def test_failed_builds_are_counted_and_survive_updates(self):

@@ -161,6 +161,47 @@ class TestStuckInstances(StuckBuildsTestCase):
         self.assertNotIn('_fail_stuck_builds', [name for name, _ in manager._periodic_tasks])
 
 
+class TestDeadOwner(StuckBuildsTestCase):
+    """A build whose compute service is down is ended after DEAD_OWNER_DOWN_TIMES down times
+    (5 minutes), not after the full bound; one on a live compute keeps the full bound."""
+
+    def _service(self, host, silent_seconds):
+        service = objects.Service(self.ctxt, host=host, binary='minisched-compute',
+                                  topic='compute', report_count=1)
+        service.create()
+        when = timeutils.utcnow() - datetime.timedelta(seconds=silent_seconds)
+        with engines.main_engine(self.ctxt).begin() as conn:
+            conn.execute(sa.text('UPDATE services SET last_seen_up = :t, created_at = :t '
+                                 'WHERE host = :h'), {'t': when, 'h': host})
+
+    def test_a_build_on_a_dead_compute_is_ended_in_minutes(self):
+        self.assertEqual(300, self.checker.dead_owner_timeout)  # 5 x service_down_time 60
+        self._service('dead', silent_seconds=400)
+        self._service('alive', silent_seconds=5)
+        self._instance(base.uuids.on_dead, host='dead', age=310)
+        self._instance(base.uuids.on_alive, host='alive', age=310)
+        self._instance(base.uuids.recent_on_dead, host='dead', age=200)
+        self._instance(base.uuids.unplaced, host=None, task_state='scheduling', age=310)
+        with self.assertLogs('minisched.conductor.stuck_builds', 'WARNING') as logs:
+            self.assertEqual([base.uuids.on_dead], self.checker.run(self.ctxt))
+        self.assertIn('host dead, its compute service down) with no progress for 300 s',
+                      logs.output[0])
+        self.assertEqual([exception.InstanceBuildStuck(seconds=300).format_message()],
+                         self._faults(base.uuids.on_dead))
+        for uuid in (base.uuids.on_alive, base.uuids.recent_on_dead, base.uuids.unplaced):
+            self.assertEqual('building', self._get(uuid).vm_state)
+
+    def test_the_conductors_own_outage_is_not_the_computes_death(self):
+        """Silent 400 s, 370 of them while this conductor was itself cut off: up."""
+        from minisched.servicegroup import outages
+        self._service('c1', silent_seconds=400)
+        self._instance(base.uuids.stuck, age=310)
+        outages.OWN.begin(outages.REPORT, timeutils.utcnow() - datetime.timedelta(seconds=390))
+        outages.OWN.end(outages.REPORT, timeutils.utcnow() - datetime.timedelta(seconds=20))
+        self.assertEqual([], self.checker.run(self.ctxt))
+        self.assertEqual('building', self._get(base.uuids.stuck).vm_state)
+
+
 class TestCells(StuckBuildsTestCase):
     """With cells mapped: every cell is checked, the API records are completed."""
 

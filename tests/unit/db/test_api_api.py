@@ -293,3 +293,71 @@ def test_build_request_take_without_a_request_or_a_mapping(ctx):
     db.build_request_create(ctx, {'instance_uuid': 'i2', 'project_id': 'p', 'instance': '{}'})
     assert db.build_request_take(ctx, 'i2', cell['id']) == db.TAKEN
     assert db.build_request_take(ctx, 'i2', None) == db.GONE
+
+
+# -- the rows of one create -----------------------------------------------------------------------
+
+def _batch(uuids, project='p1'):
+    return ([{'instance_uuid': u, 'spec': '{}'} for u in uuids],
+            [{'instance_uuid': u, 'project_id': project, 'instance': '{}'} for u in uuids],
+            [{'instance_uuid': u, 'project_id': project, 'user_id': 'u1', 'cell_id': None}
+             for u in uuids])
+
+
+def _create_rows(ctx):
+    return [len(db.build_request_get_all(ctx)),
+            sum(1 for u in ('i1', 'i2', 'i3') if _exists(db.request_spec_get_by_instance_uuid,
+                                                         ctx, u)),
+            sum(1 for u in ('i1', 'i2', 'i3') if _exists(
+                db.instance_mapping_get_by_instance_uuid, ctx, u))]
+
+
+def _exists(get, ctx, uuid):
+    try:
+        get(ctx, uuid)
+    except exception.NotFound:
+        return False
+    return True
+
+
+def test_a_create_is_written_whole(ctx):
+    group = db.instance_group_create(ctx, {'name': 'g', 'policy': 'affinity',
+                                           'project_id': 'p1'})
+    requests, specs = db.build_batch_create(ctx, *_batch(['i1', 'i2', 'i3']),
+                                            group_uuid=group['uuid'])
+    assert [r['instance_uuid'] for r in requests] == ['i1', 'i2', 'i3']
+    assert [s['instance_uuid'] for s in specs] == ['i1', 'i2', 'i3']
+    assert all(r['id'] and r['created_at'] for r in requests + specs)
+    assert _create_rows(ctx) == [3, 3, 3]
+    assert db.instance_group_get(ctx, group['uuid'])['members'] == ['i1', 'i2', 'i3']
+
+
+def test_a_create_that_fails_part_way_writes_nothing(ctx):
+    """The third table's insert fails (a duplicate, standing for any error): the specs and
+    build requests inserted before it are rolled back with it."""
+    db.instance_mapping_create(ctx, {'instance_uuid': 'i3', 'project_id': 'p1'})
+    with pytest.raises(exception.BuildRequestAlreadyExists):
+        db.build_batch_create(ctx, *_batch(['i1', 'i2', 'i3']))
+    assert _create_rows(ctx) == [0, 0, 1]
+    with pytest.raises(exception.InstanceGroupNotFound):  # the group is read last
+        db.build_batch_create(ctx, *_batch(['i1', 'i2']), group_uuid='no-such-group')
+    assert _create_rows(ctx) == [0, 0, 1]
+
+
+def test_a_create_for_another_project_is_refused(ctx):
+    from minisched import context as ms_context
+    alice = ms_context.RequestContext(user_id='alice', project_id='p1')
+    with pytest.raises(exception.Forbidden):
+        db.build_batch_create(alice, *_batch(['i1'], project='p2'))
+    assert _create_rows(ctx) == [0, 0, 0]
+
+
+def test_a_withdrawal_is_whole_or_nothing(ctx):
+    group = db.instance_group_create(ctx, {'name': 'g', 'policy': 'affinity'})
+    db.build_batch_create(ctx, *_batch(['i1', 'i2', 'i3']), group_uuid=group['uuid'])
+    db.build_request_destroy(ctx, 'i2')  # a conductor took it
+    assert db.build_batch_withdraw(ctx, ['i1', 'i2', 'i3']) is False
+    assert _create_rows(ctx) == [2, 3, 3]
+    assert db.build_batch_withdraw(ctx, ['i1', 'i3']) is True
+    assert _create_rows(ctx) == [0, 1, 1]  # i2's spec and mapping stay: it is being built
+    assert db.instance_group_get(ctx, group['uuid'])['members'] == ['i2']

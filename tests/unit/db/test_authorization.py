@@ -271,10 +271,29 @@ def test_mappings_aggregates_and_flavors_are_written_by_admins_only(ctx, alice):
     for call, args in writes:
         with pytest.raises(exception.AdminRequired):
             call(alice, *args)
-    assert api_db.cell_mapping_get_all(alice) == [cell]
-    assert [m['host'] for m in api_db.host_mapping_get_all(alice)] == [HOST]
     assert api_db.aggregate_get_all(alice) == [agg]
     assert api_db.flavor_get_all(alice) == [flavor]
+
+
+def test_cell_and_host_mappings_are_read_by_admins_only(ctx, alice):
+    """They carry the cells' database and transport URLs, passwords included."""
+    cell = api_db.cell_mapping_create(ctx, {'name': 'cell1',
+                                            'transport_url': 'rabbit://u:secret@h//',
+                                            'database_connection': 'mysql://u:secret@h/db'})
+    api_db.host_mapping_create(ctx, HOST, cell['id'])
+    anonymous = ms_context.RequestContext()
+    reads = [(api_db.cell_mapping_get_all, ()),
+             (api_db.cell_mapping_get_by_uuid, (cell['uuid'],)),
+             (api_db.host_mapping_get_all, ()),
+             (api_db.host_mapping_get_all, (cell['id'],)),
+             (api_db.host_mapping_get_by_host, (HOST,))]
+    for call, args in reads:
+        for ctxt in (alice, anonymous):
+            with pytest.raises(exception.AdminRequired):
+                call(ctxt, *args)
+    assert api_db.cell_mapping_get_all(ctx) == [cell]
+    assert api_db.cell_mapping_get_all(alice.elevated()) == [cell]
+    assert api_db.host_mapping_get_by_host(ctx, HOST)['cell_mapping'] == cell
 
 
 def test_in_process_callers_without_a_request_are_not_checked(db):
@@ -340,3 +359,55 @@ def test_request_specs_follow_the_instance_mapping(ctx, alice, mallory):
     assert api_db.request_spec_get_by_instance_uuid(ctx, 'i1')['spec'] == '{}'
     assert api_db.request_spec_update(alice, 'i1', '{"n": 1}')['spec'] == '{"n": 1}'
     api_db.request_spec_destroy(alice, 'i1')
+
+
+# -- instance groups ----------------------------------------------------------------------------
+
+def _group(ctxt, project_id='p1', members=('i1',)):
+    return api_db.instance_group_create(ctxt, {'name': 'g', 'policy': 'affinity',
+                                               'project_id': project_id, 'user_id': 'alice'},
+                                        list(members))
+
+
+def test_instance_groups_belong_to_their_project(ctx, alice, mallory):
+    """Nova's ``_instance_group_get_query``: a non-admin context sees its project's only."""
+    own = _group(alice)
+    other = _group(ctx, project_id='p2', members=('i2',))
+    assert [g['uuid'] for g in api_db.instance_group_get_all(alice)] == [own['uuid']]
+    assert api_db.instance_group_get_all(alice, project_id='p2') == []
+    assert {g['uuid'] for g in api_db.instance_group_get_all(ctx)} == {own['uuid'],
+                                                                       other['uuid']}
+    for call, args in [(api_db.instance_group_get, (own['uuid'],)),
+                       (api_db.instance_group_members_add, (own['uuid'], ['i3'])),
+                       (api_db.instance_group_update, (own['uuid'], {'name': 'mine'})),
+                       (api_db.instance_group_destroy, (own['uuid'],))]:
+        _refused(call, exception.InstanceGroupNotFound, mallory, *args)
+    _refused(api_db.instance_group_get_by_instance, exception.InstanceGroupNotFound,
+             mallory, 'i1')
+    with pytest.raises(exception.Forbidden):
+        _group(mallory, project_id='p1')
+    with pytest.raises(exception.Forbidden):
+        api_db.instance_group_update(alice, own['uuid'], {'project_id': 'p2'})
+    # Nothing changed: the group is still alice's, whole.
+    assert api_db.instance_group_get(alice, own['uuid'])['members'] == ['i1']
+    assert api_db.instance_group_get(ctx, own['uuid'])['name'] == 'g'
+    assert api_db.instance_group_members_add(alice, own['uuid'], ['i3'])['members'] == [
+        'i1', 'i3']
+    api_db.instance_group_destroy(alice, own['uuid'])
+    assert [g['uuid'] for g in api_db.instance_group_get_all(ctx)] == [other['uuid']]
+
+
+def test_instance_groups_refuse_anonymous_contexts(ctx):
+    group = _group(ctx)
+    anonymous = ms_context.RequestContext()
+    for call, args in [(api_db.instance_group_get_all, ()),
+                       (api_db.instance_group_get, (group['uuid'],)),
+                       (api_db.instance_group_get_by_instance, ('i1',)),
+                       (api_db.instance_group_members_add, (group['uuid'], ['i3'])),
+                       (api_db.instance_group_update, (group['uuid'], {'name': 'x'})),
+                       (api_db.instance_group_destroy, (group['uuid'],))]:
+        with pytest.raises(exception.Forbidden):
+            call(anonymous, *args)
+    with pytest.raises(exception.Forbidden):
+        _group(anonymous)
+    assert api_db.instance_group_get(ctx, group['uuid'])['members'] == ['i1']

@@ -3,6 +3,7 @@ import datetime
 from unittest import mock
 
 import oslo_messaging as messaging
+from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
 from minisched import context
@@ -225,3 +226,51 @@ class TestReportState(_DriverTestCase):
             self.driver._report_state(self.service)
         info.assert_not_called()
         self.assertEqual(9, self.service.service_ref.report_count)
+
+    def test_message_bus_give_up_is_one_line(self):
+        self._fail_saves_with(messaging.MessageDeliveryFailure(
+            'Unable to connect to AMQP server on 127.0.0.1:5672 after 8 tries'))
+        with self.assertLogs(_LOGGER, 'WARNING') as logs:
+            for _ in range(3):
+                self.driver._report_state(self.service)
+        self.assertEqual(1, len(logs.records))
+        self.assertIn('message bus is unreachable: MessageDeliveryFailure: Unable to connect',
+                      logs.output[0])
+        self.assertIsNone(logs.records[0].exc_info)
+        self.assertTrue(self.service.model_disconnected)
+
+
+class TestReportStateWithOwnDatabase(_DriverTestCase):
+    """The conductor and the scheduler save their service record themselves: during an
+    outage of their database each report fails with oslo.db's own error."""
+
+    def setUp(self):
+        super().setUp()
+        self.ref = objects.Service(context.get_admin_context(), id=1, host='host1',
+                                   binary='minisched-scheduler', report_count=7)
+        self.ref.obj_reset_changes()
+        self.service = _FakeService(self.ref)
+
+    def _save_raises(self, error):
+        def save():
+            raise error
+        self.ref.save = save
+
+    def test_database_outage_is_one_line_not_a_traceback_per_report(self):
+        self._save_raises(db_exc.DBConnectionError(
+            'connection to server at "127.0.0.1", port 5432 failed: Connection refused\n'
+            '[SQL: SELECT 1]'))
+        with self.assertLogs(_LOGGER, 'WARNING') as logs:
+            for _ in range(5):
+                self.driver._report_state(self.service)
+        self.assertEqual(1, len(logs.records))
+        self.assertIsNone(logs.records[0].exc_info)
+        self.assertIn('the database is unavailable: DBConnectionError: connection to server',
+                      logs.output[0])
+        self.assertNotIn('SELECT', logs.output[0])
+
+    def test_a_permanent_database_error_keeps_its_traceback(self):
+        self._save_raises(db_exc.DBDataError('value too long'))
+        with self.assertLogs(_LOGGER, 'ERROR') as logs:
+            self.driver._report_state(self.service)
+        self.assertIsNotNone(logs.records[0].exc_info)

@@ -23,9 +23,10 @@ class TestNameZoneCount(ServerTestCase):
 
     def test_a_plain_request(self):
         self.assertEqual(
-            servers.CreateRequest('web', 'az1', {}, {'role': 'db'}, 2),
+            servers.CreateRequest('web', 'az1', {}, {'role': 'db'}, 2, 2),
             servers.validate_create('web', 'az1', None, {'role': 'db'}, '2'))
-        self.assertEqual(servers.CreateRequest(None, None, {}, {}, 1), servers.validate_create())
+        self.assertEqual(servers.CreateRequest(None, None, {}, {}, 1, 1),
+                         servers.validate_create())
 
     def test_name_and_zone_boundaries(self):
         servers.validate_create(name='n' * 255, availability_zone='z' * 255)
@@ -52,6 +53,24 @@ class TestNameZoneCount(ServerTestCase):
             with self.subTest(value=value):
                 self.assertEqual('num_instances',
                                  self.refusal(num_instances=value).kwargs['field'])
+
+    def test_min_count_is_a_positive_integer_at_most_max_count(self):
+        """Nova's ``min_count``/``max_count``: ``num_instances`` is the maximum."""
+        request = servers.validate_create(num_instances=5, min_count='2')
+        self.assertEqual((5, 2), (request.count, request.min_count))
+        self.assertEqual((5, 5), servers.validate_create(num_instances=5)[4:])
+        self.assertRefused('min_count', 'min_count must be <= max_count (5)', num_instances=5,
+                           min_count=6)
+        for value in (0, -1, True, '1.0', 'x'):
+            with self.subTest(value=value):
+                self.assertEqual('min_count', self.refusal(num_instances=5,
+                                                           min_count=value).kwargs['field'])
+
+    def test_an_absurd_count_is_refused_at_once(self):
+        """No maximum in the schema (Nova's has none), but nothing is built per instance
+        before the count is read: ``1099511627776`` is just a large integer here."""
+        request = servers.validate_create(num_instances=1099511627776)
+        self.assertEqual(1099511627776, request.count)
 
     def test_metadata(self):
         self.assertRefused('metadata.k', 'maximum of 255', metadata={'k': 'v' * 256})

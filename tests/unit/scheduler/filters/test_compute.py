@@ -7,6 +7,7 @@ from oslo_utils import timeutils
 from minisched.scheduler import filters
 from minisched.scheduler import host_state as host_state_mod
 from minisched.scheduler.filters import compute
+from minisched.servicegroup import outages
 from tests.unit import base, fakes
 
 NOW = datetime.datetime(2024, 5, 1, 12, 0, 0)
@@ -55,6 +56,23 @@ class TestComputeFilter(base.TestCase):
         view = filters.RowView(table, table.rows())
         expected = [passes for _service, passes in SERVICE_CASES]
         np.testing.assert_array_equal(expected, flt.filter_rows(view, fakes.fake_spec()))
+
+    def test_silence_during_the_schedulers_own_outage_does_not_count(self):
+        """A 60 s outage of the bus that ended 10 s ago: a compute last heard 75 s ago could
+        not report meanwhile and passes; one silent 70 s before the outage does not; the
+        scalar and the vectorised forms agree."""
+        outages.OWN.begin(outages.BUS, _ago(70))
+        outages.OWN.end(outages.BUS, _ago(10))
+        flt = compute.ComputeFilter(self.conf)
+        table = host_state_mod.HostStateTable()
+        cases = [(75, True), (120, True), (121, False), (200, False), (5, True)]
+        for index, (seconds, passes) in enumerate(cases):
+            host = fakes.fake_host_state('h%d' % index, table=table, service={
+                'last_seen_up': _ago(seconds), 'created_at': _ago(1000)})
+            self.assertIs(passes, flt.host_passes(host, fakes.fake_spec()), seconds)
+        view = filters.RowView(table, table.rows())
+        np.testing.assert_array_equal([passes for _seconds, passes in cases],
+                                      flt.filter_rows(view, fakes.fake_spec()))
 
     def test_vectorised_sees_a_replaced_service_record(self):
         flt = compute.ComputeFilter(self.conf)
