@@ -56,6 +56,7 @@ import typing
 
 import oslo_messaging as messaging
 from oslo_config import cfg
+from oslo_messaging._drivers import amqp as rpc_amqp
 from oslo_messaging._drivers import amqpdriver
 from oslo_messaging._drivers import common as driver_common
 from oslo_messaging._drivers import impl_rabbit
@@ -371,6 +372,16 @@ REQUIRED_HOOKS = (
      "the conductor's admission ([conductor] max_concurrent_schedule_and_build)"),
     ('rpc.server.RPCServer', rpc_server.RPCServer, '_process_incoming',
      "the conductor's admission ([conductor] max_concurrent_schedule_and_build)"),
+    ('rpc.server.RPCServer', rpc_server.RPCServer, '_create_listener',
+     "the conductor's acknowledgement of admitted casts once they have run"),
+    ('amqpdriver', amqpdriver, 'RpcAMQPListener',
+     "the conductor's acknowledgement of admitted casts once they have run"),
+    ('amqpdriver', amqpdriver, 'AMQPIncomingMessage',
+     "the conductor's acknowledgement of admitted casts once they have run"),
+    ('amqp', rpc_amqp, 'unpack_context',
+     "the conductor's acknowledgement of admitted casts once they have run"),
+    ('amqp', rpc_amqp, 'UNIQUE_ID',
+     "the conductor's acknowledgement of admitted casts once they have run"),
 )
 #: The same for hooks whose absence only costs efficiency: a WARNING, and the service starts.
 OPTIONAL_HOOKS = (

@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from oslo_messaging._drivers import amqp as rpc_amqp
 from oslo_messaging._drivers import amqpdriver
 from oslo_messaging._drivers import common as driver_common
 from oslo_messaging._drivers import impl_rabbit
@@ -76,6 +77,38 @@ def test_the_rpc_server_hands_each_message_to_overridable_methods():
         messaging_server.MessageHandlingServer.start)
     assert 'self._on_incoming' in inspect.getsource(
         messaging_server.MessageHandlingServer.start)
+
+
+def test_the_rpc_listener_builds_incoming_messages_the_admission_builds_too():
+    # rpc_admission._AdmittingListener replaces RpcAMQPListener.__call__ for admitted casts:
+    # it builds the AMQPIncomingMessage itself, with the listener's attributes, and the
+    # server's listener is the driver's, wrapped by PollStyleListenerAdapter.
+    assert list(inspect.signature(amqpdriver.AMQPIncomingMessage.__init__).parameters) == [
+        'self', 'listener', 'ctxt', 'message', 'unique_id', 'msg_id', 'reply_q',
+        'client_timeout', 'obsolete_reply_queues', 'message_operations_handler']
+    # The RPC listener acknowledges on receipt, then its base builds the message: what
+    # _AdmittingListener does in one step for admitted casts, without the acknowledgement.
+    assert amqpdriver.RpcAMQPListener.__mro__[1] is amqpdriver.AMQPListener
+    assert 'message.acknowledge()' in inspect.getsource(amqpdriver.RpcAMQPListener.__call__)
+    call = inspect.getsource(amqpdriver.AMQPListener.__call__)
+    for used in ('self.incoming.append(', 'self._obsolete_reply_queues',
+                 'self._message_operations_handler', 'unpack_context(',
+                 'check_duplicate_message(message)'):
+        assert used in call, used
+    # ...whose duplicate check takes the message's unique id out under this key.
+    assert 'UNIQUE_ID' in inspect.getsource(rpc_amqp._MsgIdCache.check_duplicate_message)
+    # _DeferredAck.settle acknowledges through the message's operations handler (the
+    # consumer's thread) and the driver message it keeps.
+    init = inspect.getsource(amqpdriver.AMQPIncomingMessage.__init__)
+    assert 'self._message_operations_handler = message_operations_handler' in init
+    assert 'super().__init__(ctxt, message, msg_id)' in init  # the base keeps .message
+    assert callable(amqpdriver.MessageOperationsHandler.do)
+    assert isinstance(rpc_amqp.UNIQUE_ID, str)
+    from oslo_messaging._drivers import base as driver_base
+    assert 'self._poll_style_listener = ' in inspect.getsource(
+        driver_base.PollStyleListenerAdapter.__init__)
+    assert list(inspect.signature(rpc_server.RPCServer._create_listener).parameters) == [
+        'self']
 
 
 def test_a_missing_hook_is_named_with_what_needs_it():
