@@ -65,8 +65,10 @@ def _running_services_and_clients(tag):
     (forked by the launcher, which may retitle them: found as its children), and a spawned
     client."""
     pids = _tagged(tag)
-    launchers = {pid for pid in pids if any('minisched.cmd.scheduler' in line
-                                            for line in _cmdlines([pid]))}
+    # The launcher's title may be rewritten too ("...: master process [<its argv>]").
+    launchers = {pid for pid in pids if any(
+        'minisched.cmd.scheduler' in line or 'minisched/cmd/scheduler' in line
+        for line in _cmdlines([pid]))}
     workers = [pid for pid in pids if _parent(pid) in launchers]
     return (launchers and len(workers) >= 2 and
             any('multiprocessing' in line for line in _cmdlines(pids)))

@@ -127,8 +127,8 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
         assert ('2 instance(s) of an earlier run are set to ERROR and count on no host'
                 in again.stdout)
         listed = _manage(state, 'server', 'list')
-        assert len(re.findall(r'\| error ', listed)) == 2, listed
-        assert ' active ' not in listed
+        assert len(re.findall(r'\| ERROR ', listed)) == 2, listed  # the compute API's status
+        assert ' ACTIVE ' not in listed
     finally:
         down = _cluster_cmd('down', '--purge', '--state-dir', str(state))
     assert down.returncode == 0, down.stdout + down.stderr

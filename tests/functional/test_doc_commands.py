@@ -122,4 +122,4 @@ def test_running_a_cluster_page_runs_as_written(tmp_path, own_vhost):
     assert 'Stopped 6 service(s).' in output, output[-6000:]
     # by hand: the compute was mapped, and the scheduler chose it
     assert 'Creating host mapping for compute host' in output, output[-6000:]
-    assert re.search(r'\| 1 +\| selected \|', output), output[-6000:]
+    assert re.search(r'\| +1 +\| selected \|', output), output[-6000:]
