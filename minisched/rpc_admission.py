@@ -58,8 +58,21 @@ def method_of(incoming):
     return message.get('namespace'), message.get('method')
 
 
+_running = threading.local()
+
+
+def redelivered():
+    """Whether the admitted message this thread runs came again from RabbitMQ after a
+    consumer that had it unacknowledged went away (AMQP's ``redelivered`` flag): the
+    conductor that took it before stopped, maybe half-way through it. False for any other
+    message, and outside one."""
+    return getattr(_running, 'redelivered', False)
+
+
 class _DeferredAck(amqpdriver.AMQPIncomingMessage):
     """An admitted message: acknowledged once it has run (:meth:`settle`), not before."""
+
+    redelivered = False
 
     def acknowledge(self):
         """RPCServer's acknowledgement before dispatch: too early for an admitted message."""
@@ -88,10 +101,14 @@ class _AdmittingListener(amqpdriver.RpcAMQPListener):
         ctxt = rpc_amqp.unpack_context(message)
         # Not through the duplicate cache: a copy delivered again runs (see the module).
         unique_id = message.pop(rpc_amqp.UNIQUE_ID, None)
-        self.incoming.append(_DeferredAck(
+        incoming = _DeferredAck(
             self, ctxt.to_dict(), message, unique_id, ctxt.msg_id, ctxt.reply_q,
             ctxt.client_timeout, self._obsolete_reply_queues,
-            self._message_operations_handler))
+            self._message_operations_handler)
+        raw = getattr(message, '_raw_message', None)
+        incoming.redelivered = bool((getattr(raw, 'delivery_info', None) or {}).get(
+            'redelivered'))
+        self.incoming.append(incoming)
 
 
 class AdmittingRPCServer(rpc_server.RPCServer):
@@ -159,6 +176,7 @@ class AdmittingRPCServer(rpc_server.RPCServer):
         until none is held. A stopping server runs them all too, as its executor runs the
         messages queued for it before it stops."""
         while incoming is not None:
+            _running.redelivered = getattr(incoming[0], 'redelivered', False)
             try:
                 self._process_incoming(incoming)
             except Exception:  # RPCServer answers and logs its own failures; never stop here
@@ -166,6 +184,7 @@ class AdmittingRPCServer(rpc_server.RPCServer):
             finally:
                 # Run (or refused): acknowledged, or a message that fails would come back
                 # for ever.
+                _running.redelivered = False
                 settle = getattr(incoming[0], 'settle', None)
                 if settle is not None:
                     settle()

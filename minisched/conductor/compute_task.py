@@ -34,6 +34,7 @@ from minisched.objects import instance_fault
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched import rpc
+from minisched import rpc_admission
 from minisched.scheduler.client import query
 from minisched.scheduler import utils as scheduler_utils
 
@@ -215,11 +216,50 @@ class ComputeTaskManager:
         # scheduled) is found by _take, which then destroys the instance made here.
         with ms_context.target_cell(context, cell) as cctxt:
             instance._context = cctxt
-            if not _create_once(instance, self._schedule_records(cctxt, started, None)):
-                return None
+            created = _create_once(instance, self._schedule_records(cctxt, started, None))
+        if not created and rpc_admission.redelivered():
+            return self._take_over(context, instance, cell)
+        if not created:
+            LOG.info('Instance %s already exists in its cell: an earlier delivery of its build '
+                     'request created it; skipping this one.', instance.uuid)
+            return None
         if not self._take(context, build_request, instance, cell):
             return None
         return instance
+
+    @staticmethod
+    def _mapped_to(context, instance_uuid, cell):
+        """Whether the instance's mapping points at ``cell`` (None: the local database)."""
+        try:
+            # Elevated: a mapping's cell is read by admin contexts only (it has the URLs).
+            mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(
+                context.elevated(), instance_uuid)
+        except exception.NotFound:
+            return False
+        mapped = mapping.cell_mapping
+        return (mapped.uuid if mapped is not None else None) == (
+            cell.uuid if cell is not None else None)
+
+    def _take_over(self, context, instance, cell):
+        """``instance`` exists in ``cell`` already and this delivery is RabbitMQ's again
+        (``rpc_admission.redelivered``): the conductor that created it stopped with the
+        message unacknowledged, maybe between the creation and the mapping. Then the mapping
+        is still unplaced (the build request still there): this delivery takes the instance
+        over, with the same conditional mapping, and casts its build. Otherwise the earlier
+        delivery finished: this one stops. None when it stops."""
+        outcome = api_db.build_request_take(context, instance.uuid,
+                                            cell.id if cell is not None else None)
+        if outcome != api_db.TAKEN:
+            LOG.info('Instance %s already exists in its cell (%s) and an earlier delivery of '
+                     'its build request owns it; skipping this one.', instance.uuid,
+                     _cell_name(cell))
+            return None
+        with ms_context.target_cell(context, cell) as cctxt:
+            existing = instance_obj.Instance.get_by_uuid(cctxt, instance.uuid)
+        LOG.warning('Instance %s was created in %s by a delivery of its build request that '
+                    'did not finish (its conductor stopped); this one takes the build over.',
+                    instance.uuid, _cell_name(cell))
+        return existing
 
     def _take(self, context, build_request, instance, cell):
         """Make this delivery the one that builds ``instance``, just created in ``cell``.
@@ -232,6 +272,11 @@ class ComputeTaskManager:
         """
         outcome = api_db.build_request_take(context, instance.uuid,
                                             cell.id if cell is not None else None)
+        if outcome == api_db.PLACED and self._mapped_to(context, instance.uuid, cell):
+            # The same record: another delivery took it over (_take_over) and builds it.
+            LOG.info('Instance %s was taken by another delivery of its build request, which '
+                     'builds it.', instance.uuid)
+            return False
         if outcome == api_db.PLACED:
             LOG.info('Instance %s was placed by another delivery of its build request; '
                      'removing the copy this one made in cell %s.', instance.uuid,
@@ -396,14 +441,12 @@ def _create_once(instance, records):
     """Create ``instance`` in its cell with its ``records`` (action and event rows, see
     ``_schedule_records``); False when it exists there already.
 
-    It does when an earlier delivery of the same build message created it: that delivery
-    owns the build and this one stops.
+    It does when an earlier delivery of the same build message created it (see
+    ``ComputeTaskManager._take_over``).
     """
     try:
         instance.create_with_action(*records)
     except exception.InstanceExists:
-        LOG.info('Instance %s already exists in its cell: an earlier delivery of its build '
-                 'request created it; skipping this one.', instance.uuid)
         return False
     return True
 

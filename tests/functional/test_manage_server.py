@@ -197,10 +197,10 @@ def test_builds_not_placed_yet_are_shown_and_listed(cluster):
     assert (shown['id'], shown['name'], shown['vm_state'], shown['task_state']) == (
         uuids[0], 'queued-1', 'building', 'scheduling')
     assert shown['host'] in ('', 'None', '-') and shown['created'] not in ('', 'None', '-')
-    for args in (('--all',), ()):
+    for args in (('--all-projects',), ()):
         listed = table(manage(cluster, 'server', 'list', *args)[0])
-        assert sorted(row['uuid'] for row in listed) == sorted(uuids)
-        assert {row['vm_state'] for row in listed} == {'building'}
+        assert sorted(row['id'] for row in listed) == sorted(uuids)
+        assert {row['status'] for row in listed} == {'BUILD'}  # the compute API's status
 
 
 def test_absurd_counts_are_refused_at_once(cluster):

@@ -175,3 +175,45 @@ class TestBuildInstancesRefusals(ComputeTaskTestCase):
                     self.manager.build_instances(self.ctxt, instances, {}, {}, None, [], None,
                                                  [], request_spec=None, host_lists=None)
                 self.assertIn('field/attribute instances', '\n'.join(logs.output))
+
+
+class TestRedeliveredBuild(ComputeTaskTestCase):
+    """A conductor killed between creating an instance and mapping it: RabbitMQ delivers the
+    cast again (its ``redelivered`` flag), and that delivery takes the build over."""
+
+    def setUp(self):
+        super().setUp()
+        from minisched.objects import selection as selection_obj
+        self.select.side_effect = None
+        self.select.return_value = [[selection_obj.Selection(
+            compute_node_uuid=uuids.node, service_host='c1', nodename='c1',
+            cell_uuid=uuids.cell, limits=None, allocation_request=None,
+            allocation_request_version=None)]]
+        # The build message to the compute is what this delivery sends at the end.
+        self.cast = mock.patch.object(self.manager, '_cast_build').start()
+        self.build_request, self.spec = self.write_build()
+        # What the killed conductor did: the instance is in its cell, nothing more.
+        self.build_request.instance.obj_clone().create()
+
+    def deliver(self, redelivered):
+        from minisched import rpc_admission
+        rpc_admission._running.redelivered = redelivered
+        self.addCleanup(setattr, rpc_admission._running, 'redelivered', False)
+        self.manager.schedule_and_build_instances(
+            self.ctxt, [self.build_request], [self.spec], {}, admin_password=None,
+            injected_files=[], requested_networks=None, block_device_mapping=[])
+
+    def test_a_redelivered_cast_takes_the_unfinished_build_over(self):
+        with self.assertLogs(compute_task.LOG, 'WARNING') as logs:
+            self.deliver(redelivered=True)
+        self.assertIn('takes the build over', '\n'.join(logs.output))
+        instance = self.cast.call_args[0][1]
+        self.assertEqual(uuids.instance, instance.uuid)
+        self.assertEqual([], build_request_obj.BuildRequestList.get_all(self.ctxt).objects)
+        self.assertEqual(1, len(instance_obj.InstanceList.get_by_filters(self.ctxt, {})))
+
+    def test_another_copy_of_a_live_delivery_stops(self):
+        self.deliver(redelivered=False)
+        self.assertFalse(self.cast.called)
+        # The build is left to the delivery that created the instance.
+        self.assertEqual(1, len(build_request_obj.BuildRequestList.get_all(self.ctxt)))
