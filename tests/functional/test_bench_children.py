@@ -6,6 +6,7 @@ parent-death signal each child sets first); stopped with SIGTERM, the bench stop
 on the way out. Each run here is tagged through the environment, which every descendant
 inherits, so that its processes can be found in /proc whatever their command line.
 """
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,23 +56,44 @@ def _cmdlines(pids):
 def _parent(pid):
     try:
         with open('/proc/%d/stat' % pid) as stat:
-            return int(stat.read().rsplit(')', 1)[1].split()[1])
+            fields = stat.read().rsplit(')', 1)[1].split()
     except OSError:
         return None
+    return None if fields[0] == 'Z' else int(fields[1])
 
 
-def _running_services_and_clients(tag):
-    """Whether the e2e bench is in full swing: the scheduler launcher and its two workers
-    (forked by the launcher, which may retitle them: found as its children), and a spawned
-    client."""
-    pids = _tagged(tag)
-    # The launcher's title may be rewritten too ("...: master process [<its argv>]").
+def _descendants(root):
+    """Pids of the live processes below ``root``. A process that rewrites its title
+    (oslo.service's threading launcher and its workers, through setproctitle) also loses
+    its ``/proc/PID/environ``: it is found by its parentage, not by the tag."""
+    parents = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            parent = _parent(int(entry))
+            if parent is not None:
+                parents.setdefault(parent, []).append(int(entry))
+    found, stack = [], [root]
+    while stack:
+        for child in parents.get(stack.pop(), ()):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _alive(pid):
+    return _parent(pid) is not None
+
+
+def _running_services_and_clients(bench_pid):
+    """Whether the e2e bench is in full swing: the scheduler launcher and its two workers,
+    and a spawned client."""
+    pids = _descendants(bench_pid)
     launchers = {pid for pid in pids if any(
         'minisched.cmd.scheduler' in line or 'minisched/cmd/scheduler' in line
         for line in _cmdlines([pid]))}
     workers = [pid for pid in pids if _parent(pid) in launchers]
-    return (launchers and len(workers) >= 2 and
-            any('multiprocessing' in line for line in _cmdlines(pids)))
+    return bool(launchers) and len(workers) >= 2 and any(
+        'multiprocessing' in line for line in _cmdlines(pids))
 
 
 def _wait(predicate, timeout, what):
@@ -89,7 +111,7 @@ def _start_bench(tmp_path):
     bench = subprocess.Popen(
         [sys.executable, '-m', 'benchmarks', '--quick', '--skip', 'pipeline,refresh,memory,build'],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    _wait(lambda: _running_services_and_clients(tag) or bench.poll() is not None, 180,
+    _wait(lambda: _running_services_and_clients(bench.pid) or bench.poll() is not None, 180,
           'the e2e bench to run its scheduler and clients')
     assert bench.poll() is None, (tmp_path / 'bench.log').read_text()
     return bench, tag
@@ -104,14 +126,17 @@ def _delete_vhost(pid):
 def test_stopped_bench_leaves_no_process_behind(tmp_path, signum):
     base.check_rabbit(base.TRANSPORT_URL)
     bench, tag = _start_bench(tmp_path)
+    watched = set(_tagged(tag)) | set(_descendants(bench.pid))
     try:
         bench.send_signal(signum)
         bench.wait(timeout=60)
         # SIGKILL: the kernel's parent-death signal; SIGTERM: the bench's own clean-up.
-        _wait(lambda: not _tagged(tag), 30, 'every child of the bench to be gone')
+        _wait(lambda: not _tagged(tag) and not any(_alive(pid) for pid in watched), 30,
+              'every child of the bench to be gone')
     finally:
-        for pid in _tagged(tag):
-            os.kill(pid, signal.SIGKILL)
+        for pid in set(_tagged(tag)) | {pid for pid in watched if _alive(pid)}:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         _delete_vhost(bench.pid)
     if signum == signal.SIGTERM:
         assert bench.returncode == 128 + signal.SIGTERM
