@@ -44,6 +44,9 @@ LOG = logging.getLogger(__name__)
 SCHEDULE_ATTEMPTS = 3
 #: Seconds a host's cell, once read, is used without reading its host mapping again.
 HOST_CELL_SECONDS = 30
+#: Seconds a redelivered build cast waits for the instance an earlier delivery created to
+#: be mapped before it takes the build over (see ComputeTaskManager._take_over).
+TAKE_OVER_AFTER_SECONDS = 10
 
 
 class ComputeTaskManager:
@@ -242,13 +245,22 @@ class ComputeTaskManager:
 
     def _take_over(self, context, instance, cell):
         """``instance`` exists in ``cell`` already and this delivery is RabbitMQ's again
-        (``rpc_admission.redelivered``): the conductor that created it stopped with the
-        message unacknowledged, maybe between the creation and the mapping. Then the mapping
-        is still unplaced (the build request still there): this delivery takes the instance
-        over, with the same conditional mapping, and casts its build. Otherwise the earlier
-        delivery finished: this one stops. None when it stops."""
-        outcome = api_db.build_request_take(context, instance.uuid,
-                                            cell.id if cell is not None else None)
+        (``rpc_admission.redelivered``): the conductor that created it lost its connection
+        with the message unacknowledged, maybe between the creation and the mapping. When
+        its build request is still there :data:`TAKE_OVER_AFTER_SECONDS` later, that
+        conductor stopped (a live one takes it within milliseconds of the creation): this
+        delivery takes the instance over, with the same conditional mapping, and casts its
+        build. Otherwise the earlier delivery goes on: this one stops. None when it stops."""
+        # The broker also delivers again the casts of a conductor that lost only its
+        # connection (a broker restart) and goes on: that one maps the instance right after
+        # creating it. Only a build request still there after a while is an orphan.
+        deadline = time.monotonic() + TAKE_OVER_AFTER_SECONDS
+        while (api_db.build_request_exists(context, instance.uuid)
+               and time.monotonic() < deadline):
+            time.sleep(0.5)
+        outcome = (api_db.build_request_take(context, instance.uuid,
+                                             cell.id if cell is not None else None)
+                   if api_db.build_request_exists(context, instance.uuid) else api_db.GONE)
         if outcome != api_db.TAKEN:
             LOG.info('Instance %s already exists in its cell (%s) and an earlier delivery of '
                      'its build request owns it; skipping this one.', instance.uuid,

@@ -5,12 +5,14 @@ field, its build request gone, the scheduler never asked; arguments of the wrong
 logged with the request id and dropped. SQLite keeps over-long strings, so these tests
 check what is written, not that the database refused it (see the functional tests).
 """
+import threading
 from unittest import mock
 import warnings
 
 from minisched.conductor import compute_task
 from minisched.conductor import db_errors
 from minisched import context
+from minisched.db.api import api as api_db
 from minisched import exception
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import instance as instance_obj
@@ -194,6 +196,7 @@ class TestRedeliveredBuild(ComputeTaskTestCase):
         self.build_request, self.spec = self.write_build()
         # What the killed conductor did: the instance is in its cell, nothing more.
         self.build_request.instance.obj_clone().create()
+        mock.patch.object(compute_task, 'TAKE_OVER_AFTER_SECONDS', 0.5).start()
 
     def deliver(self, redelivered):
         from minisched import rpc_admission
@@ -217,3 +220,14 @@ class TestRedeliveredBuild(ComputeTaskTestCase):
         self.assertFalse(self.cast.called)
         # The build is left to the delivery that created the instance.
         self.assertEqual(1, len(build_request_obj.BuildRequestList.get_all(self.ctxt)))
+
+    def test_a_redelivered_cast_leaves_the_build_to_a_live_conductor_that_maps_it(self):
+        # A conductor that only lost its connection (a broker restart) goes on: it maps the
+        # instance it created, and the copy RabbitMQ delivered again stops.
+        mapper = threading.Timer(0.2, api_db.build_request_take,
+                                 (self.ctxt, uuids.instance, None))
+        mapper.start()
+        self.addCleanup(mapper.join)
+        self.deliver(redelivered=True)
+        self.assertFalse(self.cast.called)
+        self.assertEqual(1, len(instance_obj.InstanceList.get_by_filters(self.ctxt, {})))
