@@ -258,9 +258,9 @@ class ComputeTaskManager:
         while (api_db.build_request_exists(context, instance.uuid)
                and time.monotonic() < deadline):
             time.sleep(0.5)
-        outcome = (api_db.build_request_take(context, instance.uuid,
-                                             cell.id if cell is not None else None)
-                   if api_db.build_request_exists(context, instance.uuid) else api_db.GONE)
+        # Gone meanwhile: the take answers GONE or PLACED, and this delivery stops.
+        outcome = api_db.build_request_take(context, instance.uuid,
+                                            cell.id if cell is not None else None)
         if outcome != api_db.TAKEN:
             LOG.info('Instance %s already exists in its cell (%s) and an earlier delivery of '
                      'its build request owns it; skipping this one.', instance.uuid,
