@@ -1,4 +1,5 @@
 """The service runtime (oslo.service): service record, RPC server, state reports, periodic tasks."""
+import functools
 import gc
 import logging
 import os
@@ -159,8 +160,8 @@ def serve(conf, server, workers=None):
     monkey_patch.log_choice(LOG)
     workers = workers or 1
     if workers == 1 and not monkey_patch.is_patched():
-        _launcher = _NoForkLauncher()
-        _run_here(conf, server)
+        _launcher = service.ProcessLauncher(conf, restart_method='mutate', no_fork=True)
+        _run_here(conf, server, _launcher)
         return
     if workers > 1:
         # Objects made before the fork stay shared with the workers: keep the garbage
@@ -171,40 +172,29 @@ def serve(conf, server, workers=None):
     _launcher = service.launch(conf, server, workers=workers, restart_method='mutate')
 
 
-class _NoForkLauncher:
-    """What :func:`wait` waits for once :func:`_run_here` has returned: nothing."""
-
-    def wait(self):
-        return 0
-
-
-def _run_here(conf, server):
-    """Run ``server`` in this process on oslo.service's threading launcher (``no_fork``):
-    SIGTERM stops it gracefully within ``graceful_shutdown_timeout``, SIGINT at once.
+def _run_here(conf, server, launcher):
+    """Run ``server`` in this process on oslo.service's threading ``launcher`` (``no_fork``;
+    its ``wait`` then returns at once): SIGTERM stops it gracefully within
+    ``graceful_shutdown_timeout``, SIGINT at once.
 
     SIGHUP: the launcher leaves it to its caller (it raises ``SignalExit``). As the eventlet
     launcher does with ``restart_method='mutate'``, the mutable options are reloaded and the
     service reset (the scheduler reads its cells again), without a restart."""
-    launcher = service.ProcessLauncher(conf, restart_method='mutate', no_fork=True)
     if conf.log_options:  # as oslo.service's other launchers do at start
         conf.log_opt_values(LOG, logging.DEBUG)
-    try:
-        launcher.launch_service(server)  # starts it, then waits for it
-        return
-    except service.SignalExit as exit_:
-        if exit_.signo != signal.SIGHUP:
-            raise
+    run = functools.partial(launcher.launch_service, server)  # starts it, then waits
     while True:
-        LOG.info('Caught SIGHUP: reloading the mutable options and resetting the service')
-        conf.mutate_config_files()
-        server.reset()
-        launcher.add_signal_handlers()
         try:
-            server.wait()
+            run()
             return
         except service.SignalExit as exit_:
             if exit_.signo != signal.SIGHUP:
                 raise
+        LOG.info('Caught SIGHUP: reloading the mutable options and resetting the service')
+        conf.mutate_config_files()
+        server.reset()
+        launcher.add_signal_handlers()
+        run = server.wait
 
 
 def in_process_launcher(conf, services):
