@@ -31,9 +31,11 @@ class Selection(base.MinischedObject):
 
     @classmethod
     def from_host_state(cls, host_state, allocation_request=None,
-                        allocation_request_version=None):
-        """Build a Selection from a HostState (float limits are truncated to int)."""
-        limits = request_spec.SchedulerLimits.from_dict(host_state.limits)
+                        allocation_request_version=None, limits=None):
+        """Build a Selection from a HostState (float limits are truncated to int), with
+        ``limits`` (a dict) in place of ``host_state.limits`` when given."""
+        limits = request_spec.SchedulerLimits.from_dict(
+            host_state.limits if limits is None else limits)
         return cls._new(compute_node_uuid=host_state.uuid, service_host=host_state.host,
                         nodename=host_state.nodename, cell_uuid=host_state.cell_uuid,
                         limits=limits, allocation_request=jsonutils.dumps(allocation_request),

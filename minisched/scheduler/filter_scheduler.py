@@ -185,6 +185,7 @@ class FilterScheduler(driver.Scheduler):
         if num_instances == 1:
             top = self.conf.filter_scheduler.host_subset_size + num_alts
         selected, added, last_result, filters_ran = [], [], None, False
+        limits = []  # per selected host: the limits it was chosen with (not its own .limits)
         for num in range(num_instances):
             instance_uuid = instance_uuids[num] if instance_uuids else None
             if instance_uuid:
@@ -195,13 +196,13 @@ class FilterScheduler(driver.Scheduler):
             if not len(candidates):
                 break
             chosen = self.pipeline.state(candidates, 0)
-            self._set_limits(chosen, spec_obj, filters_ran)
+            limits.append(self._limits_for(chosen, spec_obj, filters_ran))
             selected.append(chosen)
-            if self._consume_selected_host(chosen, spec_obj, instance_uuid):
+            if self._consume_selected_host(chosen, spec_obj, instance_uuid, limits[-1]):
                 added.append((chosen, instance_uuid))
         self._ensure_sufficient_hosts(selected, added, num_instances, last_result, spec_obj)
-        selections = self._get_alternate_hosts(selected, spec_obj, candidates, num_instances - 1,
-                                               num_alts, filters_ran)
+        selections = self._get_alternate_hosts(selected, limits, spec_obj, candidates,
+                                               num_instances - 1, num_alts, filters_ran)
         if dry_run:
             self._give_back(selected, added, spec_obj)
         elapsed = time.monotonic() - start
@@ -231,24 +232,34 @@ class FilterScheduler(driver.Scheduler):
         chosen = random.choice(head[:subset_size] + list(range(len(head), subset_size)))
         return self.pipeline.chosen_first(weighed, head, chosen), result, filters_ran
 
-    def _set_limits(self, host_state, spec_obj, filters_ran):
-        """Recompute the limits the resource filters give ``host_state`` for this request.
+    def _limits_for(self, host_state, spec_obj, filters_ran):
+        """The limits the resource filters give ``host_state`` for this request, as a dict of
+        the request's own.
 
-        Host states outlive requests, so limits are rebuilt for the hosts returned rather
-        than kept from filtering; forced hosts (no filters ran) get none, as in Nova.
+        Host states outlive requests and are shared by the concurrent ones, so the limits
+        are neither kept from filtering (the vectorised filters set none) nor written into
+        ``host_state.limits``: a request resetting them there while another read them sent
+        a compute a claim without a limit, which then accepted anything. Nor are they
+        re-filtered: a host another request consumed from since this one filtered it may
+        not pass any more, and still needs the limits it passed with. Forced hosts (no
+        filters ran) get none, as in Nova.
         """
-        host_state.limits = {}
+        limits = {}
         if not filters_ran:
-            return
+            return limits
+        rebuild = filters.is_rebuild(spec_obj)
         for flt in self.host_manager.enabled_filters:
-            if flt.SETS_LIMITS:
-                flt._filter_one(host_state, spec_obj)
+            if flt.SETS_LIMITS and (flt.RUN_ON_REBUILD or not rebuild):
+                limits.update(flt.limits_for(host_state, spec_obj))
+        return limits
 
-    def _consume_selected_host(self, selected_host, spec_obj, instance_uuid=None):
-        """Consume the request from the chosen host; True when the instance was added to
-        the host's instances (see :meth:`_give_back`)."""
+    def _consume_selected_host(self, selected_host, spec_obj, instance_uuid=None,
+                               limits=None):
+        """Consume the request from the chosen host (fitted with ``limits``, the ones it
+        was chosen with); True when the instance was added to the host's instances (see
+        :meth:`_give_back`)."""
         LOG.debug('Selected host: %(host)s', {'host': selected_host})
-        selected_host.consume_from_request(spec_obj)
+        selected_host.consume_from_request(spec_obj, limits=limits)
         group = spec_obj.instance_group if spec_obj.obj_attr_is_set('instance_group') else None
         if group is not None:
             group.hosts = list(group.hosts if group.obj_attr_is_set('hosts') else []) + \
@@ -283,13 +294,13 @@ class FilterScheduler(driver.Scheduler):
             reason = '%s Filters rejected hosts: %s.' % (reason, explanation)
         raise exception.NoValidHost(reason=reason)
 
-    def _get_alternate_hosts(self, selected, spec_obj, candidates, index, num_alts,
+    def _get_alternate_hosts(self, selected, limits, spec_obj, candidates, index, num_alts,
                              filters_ran):
         if index > 0 and num_alts > 0:
             candidates, _, filters_ran = self._get_sorted_hosts(spec_obj, candidates, index)
         selected_keys = {(s.host, s.nodename) for s in selected}
         selections = []
-        for chosen in selected:
+        for chosen, chosen_limits in zip(selected, limits):
             alternates = []
             # Walked lazily: the alternates are found among the first few of the candidates.
             pool = (self.pipeline.state(candidates, position)
@@ -299,7 +310,9 @@ class FilterScheduler(driver.Scheduler):
                     break
                 if (host_state.cell_uuid == chosen.cell_uuid and
                         (host_state.host, host_state.nodename) not in selected_keys):
-                    self._set_limits(host_state, spec_obj, filters_ran)
-                    alternates.append(selection_obj.Selection.from_host_state(host_state))
-            selections.append([selection_obj.Selection.from_host_state(chosen)] + alternates)
+                    alternates.append(selection_obj.Selection.from_host_state(
+                        host_state, limits=self._limits_for(host_state, spec_obj,
+                                                            filters_ran)))
+            selections.append([selection_obj.Selection.from_host_state(
+                chosen, limits=chosen_limits)] + alternates)
         return selections

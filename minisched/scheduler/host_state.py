@@ -357,12 +357,13 @@ class HostState:
         self.ram_allocation_ratio = compute.ram_allocation_ratio
         self.disk_allocation_ratio = compute.disk_allocation_ratio
 
-    def consume_from_request(self, spec_obj):
-        """Account for one instance of ``spec_obj`` placed here (swap is not counted)."""
+    def consume_from_request(self, spec_obj, limits=None):
+        """Account for one instance of ``spec_obj`` placed here (swap is not counted); its
+        NUMA topology is fitted with ``limits`` (the request's, else ``self.limits``)."""
         with self._lock:
             times = (self.updated, self.consumed_at)
             try:
-                self._consume(spec_obj)
+                self._consume(spec_obj, self.limits if limits is None else limits)
             except Exception:
                 # What was taken before the failure stays taken, and expires with the rest;
                 # as in Nova (set_update_time_on_success), ``updated`` is left as it was.
@@ -376,7 +377,7 @@ class HostState:
                 consumed[-1].times = times
                 consumed[-1].consumed_at = self.consumed_at
 
-    def _consume(self, spec_obj):
+    def _consume(self, spec_obj, limits):
         """Nova's ``_locked_consume_from_request``, recording on ``spec_obj`` what it took
         from this host (see :meth:`unconsume_from_request`)."""
         taken = _Consumption(self)
@@ -388,7 +389,7 @@ class HostState:
         numa_topology = spec_obj.numa_topology if 'numa_topology' in spec_obj else None
         if self.numa_topology and numa_topology:
             fitted = hardware.numa_fit_instance_to_host(
-                self.numa_topology, numa_topology, limits=self.limits.get('numa_topology'),
+                self.numa_topology, numa_topology, limits=limits.get('numa_topology'),
                 pci_requests=pci_requests, pci_stats=self.pci_stats)
             # As in Nova, a topology that does not fit (no NUMATopologyFilter ran, or the
             # host was forced) is dropped from the request: the host's NUMA usage stays as

@@ -41,7 +41,7 @@ class IronicNodeState(host_state.HostState):
         self.disk_allocation_ratio = compute.disk_allocation_ratio
         self.updated = compute.updated_at
 
-    def _consume(self, spec_obj):
+    def _consume(self, spec_obj, limits):
         """Consume the node's entire resources, whatever the instance asked for."""
         self.free_ram_mb = 0
         self.free_disk_mb = 0

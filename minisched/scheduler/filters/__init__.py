@@ -47,6 +47,18 @@ class BaseHostFilter(abc.ABC):
             return True
         return self.host_passes(host_state, spec_obj)
 
+    def limits_for(self, host_state, spec_obj):
+        """The limits :meth:`host_passes` writes into ``host_state.limits`` for a host that
+        passes, as a new dict; ``{}`` for filters that set none.
+
+        Read from the host's totals and ratios only, never from its usage, and written
+        nowhere: the scheduler asks for them after it chose a host, when concurrent requests
+        may already have consumed from it (a host that no longer passes still gets the
+        limits it passed with, for the compute's claim to check against), and a host state
+        is shared by those requests, so its own ``limits`` is no place for one request's.
+        """
+        return {}
+
     def filter_all(self, host_states, spec_obj):
         """Yield the host states that pass (Nova's ``filter_all``)."""
         for host_state in host_states:

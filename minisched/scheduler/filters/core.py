@@ -12,6 +12,12 @@ LOG = logging.getLogger(__name__)
 _RATIO = 'cpu_allocation_ratio'
 
 
+def _limits(host_state, spec_obj, ratio_of):
+    total = host_state.vcpus_total
+    limit = total * ratio_of(host_state) if total else 0
+    return {'vcpu': limit} if limit > 0 else {}
+
+
 def _passes(host_state, spec_obj, ratio_of):
     total = host_state.vcpus_total
     if not total:
@@ -45,6 +51,7 @@ class CoreFilter(utils.OvercommitFilter):
     # the vCPU check of every default request, so starting with it warns of nothing.
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    limits = staticmethod(_limits)
 
 
 class AggregateCoreFilter(utils.OvercommitFilter):
@@ -57,4 +64,5 @@ class AggregateCoreFilter(utils.OvercommitFilter):
                    'not in aggregate metadata.')
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    limits = staticmethod(_limits)
     AGGREGATE = True

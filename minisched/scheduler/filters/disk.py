@@ -17,6 +17,10 @@ def _requested_mb(spec_obj):
     return 1024 * (spec_obj.root_gb + spec_obj.ephemeral_gb) + spec_obj.swap
 
 
+def _limits(host_state, spec_obj, ratio_of):
+    return {'disk_gb': host_state.total_usable_disk_gb * 1024 * ratio_of(host_state) / 1024}
+
+
 def _passes(host_state, spec_obj, ratio_of):
     requested = _requested_mb(spec_obj)
     total = host_state.total_usable_disk_gb * 1024
@@ -49,6 +53,7 @@ class DiskFilter(utils.OvercommitFilter):
     # the disk check of every default request, so starting with it warns of nothing.
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    limits = staticmethod(_limits)
 
 
 class AggregateDiskFilter(utils.OvercommitFilter):
@@ -61,4 +66,5 @@ class AggregateDiskFilter(utils.OvercommitFilter):
                    'not in aggregate metadata.')
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    limits = staticmethod(_limits)
     AGGREGATE = True

@@ -28,8 +28,11 @@ class ExactCoreFilter(filters.BaseHostFilter):
                       '%(usable)s.', {'host': host_state, 'req': requested, 'usable': usable})
             return False
         # The limit makes the compute claim refuse a second instance on the same node.
-        host_state.limits['vcpu'] = host_state.vcpus_total
+        host_state.limits.update(self.limits_for(host_state, spec_obj))
         return True
+
+    def limits_for(self, host_state, spec_obj):
+        return {'vcpu': host_state.vcpus_total}
 
     def filter_rows(self, view, spec_obj):
         total = view.column('vcpus_total')

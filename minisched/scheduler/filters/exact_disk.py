@@ -28,8 +28,11 @@ class ExactDiskFilter(filters.BaseHostFilter):
                                     'free': host_state.free_disk_mb})
             return False
         # The limit makes the compute claim refuse a second instance on the same node.
-        host_state.limits['disk_gb'] = host_state.total_usable_disk_gb
+        host_state.limits.update(self.limits_for(host_state, spec_obj))
         return True
+
+    def limits_for(self, host_state, spec_obj):
+        return {'disk_gb': host_state.total_usable_disk_gb}
 
     def filter_rows(self, view, spec_obj):
         return view.column('free_disk_mb') == _requested_mb(spec_obj)

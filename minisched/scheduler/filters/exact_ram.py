@@ -24,8 +24,11 @@ class ExactRamFilter(filters.BaseHostFilter):
                               'free': host_state.free_ram_mb})
             return False
         # The limit makes the compute claim refuse a second instance on the same node.
-        host_state.limits['memory_mb'] = host_state.total_usable_ram_mb
+        host_state.limits.update(self.limits_for(host_state, spec_obj))
         return True
+
+    def limits_for(self, host_state, spec_obj):
+        return {'memory_mb': host_state.total_usable_ram_mb}
 
     def filter_rows(self, view, spec_obj):
         return view.column('free_ram_mb') == spec_obj.memory_mb

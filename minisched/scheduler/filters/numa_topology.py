@@ -64,6 +64,15 @@ class _Request:
         self.memo = None if self.pci_requests else {}
 
 
+def _limits(ratios, request):
+    """The ``NUMATopologyLimits`` a host with these (cpu, ram) ratios passes with."""
+    limits = objects.NUMATopologyLimits(cpu_allocation_ratio=ratios[0],
+                                        ram_allocation_ratio=ratios[1])
+    if request.network_metadata:
+        limits.network_metadata = request.network_metadata
+    return limits
+
+
 def _devices_by_node(pci_stats):
     pools = pci_stats.pools if pci_stats else ()
     return tuple(sorted((pool['numa_node'] is None, pool['numa_node'] or 0, pool['count'])
@@ -101,10 +110,7 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         key = (id(host_topology), ratios, _devices_by_node(host_state.pci_stats))
         if request.memo is not None and key in request.memo:
             return request.memo[key]
-        limits = objects.NUMATopologyLimits(cpu_allocation_ratio=ratios[0],
-                                            ram_allocation_ratio=ratios[1])
-        if request.network_metadata:
-            limits.network_metadata = request.network_metadata
+        limits = _limits(ratios, request)
         # Unlike Nova's, the fit leaves the topology it is given alone: no copy per host.
         fitted = hardware.numa_fit_instance_to_host(
             host_topology, request.topology, limits=limits,
@@ -119,6 +125,13 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         if request.memo is not None:
             request.memo[key] = answer
         return answer
+
+    def limits_for(self, host_state, spec_obj):
+        request = _Request(spec_obj)
+        if not (request.topology and host_state.numa_topology):
+            return {}
+        return {'numa_topology': _limits((host_state.cpu_allocation_ratio,
+                                          host_state.ram_allocation_ratio), request)}
 
     def is_noop(self, spec_obj):
         # Limits are only set for requests with a topology, so this can skip the others.

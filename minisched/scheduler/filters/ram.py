@@ -13,6 +13,10 @@ LOG = logging.getLogger(__name__)
 _RATIO = 'ram_allocation_ratio'
 
 
+def _limits(host_state, spec_obj, ratio_of):
+    return {'memory_mb': host_state.total_usable_ram_mb * ratio_of(host_state)}
+
+
 def _passes(host_state, spec_obj, ratio_of):
     requested = spec_obj.memory_mb
     total = host_state.total_usable_ram_mb
@@ -20,7 +24,7 @@ def _passes(host_state, spec_obj, ratio_of):
         LOG.debug('%(host)s does not have %(req)s MB usable ram before overcommit, it only '
                   'has %(total)s MB.', {'host': host_state, 'req': requested, 'total': total})
         return False
-    limit = total * ratio_of(host_state)
+    limit = _limits(host_state, spec_obj, ratio_of)['memory_mb']
     usable = limit - (total - host_state.free_ram_mb)
     if not usable >= requested:
         LOG.debug('%(host)s does not have %(req)s MB usable ram, it only has %(usable)s MB '
@@ -44,6 +48,7 @@ class RamFilter(utils.OvercommitFilter):
     # the memory check of every default request, so starting with it warns of nothing.
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    limits = staticmethod(_limits)
 
 
 class AggregateRamFilter(utils.OvercommitFilter):
@@ -56,4 +61,5 @@ class AggregateRamFilter(utils.OvercommitFilter):
                    'not in aggregate metadata.')
 
     RATIO, passes, rows_pass = _RATIO, staticmethod(_passes), staticmethod(_rows_pass)
+    limits = staticmethod(_limits)
     AGGREGATE = True

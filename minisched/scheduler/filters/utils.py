@@ -124,12 +124,20 @@ class OvercommitFilter(filters.BaseHostFilter):
     def rows_pass(view, spec_obj, ratios):
         """``filter_rows`` given one ratio per row of ``view``."""
 
+    @staticmethod
+    @abc.abstractmethod
+    def limits(host_state, spec_obj, ratio_of):
+        """The limits ``passes`` sets, given ``ratio_of(host_state)`` (see ``limits_for``)."""
+
     def _ratio(self, host_state):
         ratio = aggregate_ratio if self.AGGREGATE else node_ratio
         return ratio(self.conf, host_state, self.RATIO)
 
     def host_passes(self, host_state, spec_obj):
         return self.passes(host_state, spec_obj, self._ratio)
+
+    def limits_for(self, host_state, spec_obj):
+        return self.limits(host_state, spec_obj, self._ratio)
 
     def filter_rows(self, view, spec_obj):
         ratios = aggregate_ratio_rows if self.AGGREGATE else node_ratio_rows

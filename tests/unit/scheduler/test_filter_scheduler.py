@@ -4,6 +4,8 @@ Host states come from synthetic rows (no database); every scenario runs through 
 vectorised RowPipeline and Nova's per-host ReferencePipeline and must give the same answer.
 """
 import random
+import sys
+import threading
 
 from oslo_utils.fixture import uuidsentinel as uuids
 
@@ -200,6 +202,56 @@ class TestSchedule(SchedulerTestCase):
         self.assertRaises(exception.NoValidHost, fs._schedule, self.ctxt, spec, None)
         self.assertEqual(12288 - 1000, big.free_ram_mb)
         self.assertEqual(1, big.num_instances)
+
+
+class TestLimitsUnderConcurrentRequests(SchedulerTestCase):
+    """Host states are shared by the requests a worker's threads schedule at once: each
+    selection must carry the limits its host passed with, whatever the others do."""
+
+    FULL = {'memory_mb': 12288.0, 'vcpu': 128.0, 'disk_gb': 100.0}  # 8 GiB x 1.5, 8 x 16
+
+    def test_a_host_filled_after_filtering_keeps_the_limits_it_passed_with(self):
+        # Another request fills the host between this one's filtering and its selection
+        # (a weigher stands in for that other thread): re-filtering it then would pass
+        # nothing, and the compute's claim would get no limit at all.
+        fs = self._scheduler([('only', 8192, 8192)])
+        state = fs.host_manager.host_state_map[('only', 'only')]
+        weigh = fs.pipeline.weigh
+
+        def weigh_then_fill(*args, **kwargs):
+            state.consume_from_request(fakes.fake_spec(memory_mb=12288, vcpus=128,
+                                                       root_gb=100))
+            return weigh(*args, **kwargs)
+
+        fs.pipeline.weigh = weigh_then_fill
+        selections = fs._schedule(self.ctxt, fakes.fake_spec(memory_mb=1024), None,
+                                  return_alternates=False)
+        self.assertEqual(self.FULL, selections[0][0].limits.to_dict())
+
+    def test_concurrent_requests_never_send_a_selection_without_limits(self):
+        fs = self._scheduler([('h%d' % n, 8192, 8192) for n in range(4)])
+        seen, errors = [], []
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+        self.addCleanup(sys.setswitchinterval, interval)
+
+        def schedule():
+            for _ in range(60):
+                try:
+                    spec = fakes.fake_spec(memory_mb=16, vcpus=1, root_gb=0)
+                    for per_instance in fs._schedule(self.ctxt, spec, None, True):
+                        seen.extend(s.limits.to_dict() for s in per_instance)
+                except Exception as exc:  # pragma: no cover - reported below
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=schedule) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        self.assertEqual([], errors)
+        self.assertEqual(6 * 60 * 3, len(seen))  # each with two alternates
+        self.assertEqual([], [limits for limits in seen if limits != self.FULL])
 
 
 class TestHostManagerInstanceInfo(base.TestCase):
