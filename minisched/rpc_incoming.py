@@ -309,20 +309,27 @@ class _DeferredCollection:
     until the next full collection, which an idle worker may not run for a long time (it
     runs as objects are allocated): two 15 MB casts left a scheduler worker 90 MB larger for
     good. By the time the collection runs, the message and its reply are freed. At most one
-    is pending at a time.
+    is pending at a time, and it runs :attr:`DELAY` seconds after the *last* large message:
+    a second message handled while the first one's timer ran pushes it back (a timer due
+    for the first one ran while the second was still held, and nothing gave the second
+    back until another large message came).
     """
 
     DELAY = 1.0
 
-    def __init__(self, start_timer=_start_timer, collect=gc.collect, trim=None):
+    def __init__(self, start_timer=_start_timer, collect=gc.collect, trim=None,
+                 clock=time.monotonic):
         self._start_timer = start_timer
         self._collect = collect
         self._trim = _malloc_trim() if trim is None else trim
+        self._clock = clock
         self._lock = threading.Lock()
         self._pending = False
+        self._due = 0.0
 
     def schedule(self):
         with self._lock:
+            self._due = self._clock() + self.DELAY
             if self._pending:
                 return
             self._pending = True
@@ -330,7 +337,12 @@ class _DeferredCollection:
 
     def _run(self):
         with self._lock:
-            self._pending = False
+            wait = self._due - self._clock()
+            if wait <= 0:
+                self._pending = False
+        if wait > 0:
+            self._start_timer(wait, self._run)
+            return
         self._collect()
         self._trim()
 

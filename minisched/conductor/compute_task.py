@@ -404,14 +404,16 @@ class ComputeTaskManager:
             request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
 
     def _set_error(self, context, instance, exc, method):
+        """ERROR with a fault. The fault is written first (Nova writes it second), as the
+        compute's failed build does: whoever sees the instance in ERROR can read why."""
         LOG.warning('Setting instance %s to ERROR state: %s', instance.uuid, _message(exc))
         validation.fit_instance(instance)  # what the caller sent may not fit its columns
         try:
+            instance_fault.InstanceFault.from_exception(context, instance.uuid, exc,
+                                                        host=None).create()
             instance.vm_state = instance_obj.ERROR
             instance.task_state = None
             instance.save()
-            instance_fault.InstanceFault.from_exception(context, instance.uuid, exc,
-                                                        host=None).create()
         except exception.InstanceNotFound:
             LOG.debug('Instance %s deleted during build', instance.uuid)
         self._notify_error(context, instance.uuid, None, exc)

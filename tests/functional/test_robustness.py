@@ -266,9 +266,7 @@ def test_large_messages_leave_no_memory_and_oversized_ones_are_dropped_undecoded
     # Given back a second after the last one (a collection, then malloc_trim): +7-8 MB.
     # Before: the executor kept the last message decoded (+80 MB for good); without the trim,
     # glibc kept 24-38 MB of freed heap.
-    base.wait_for(lambda: _rss_mb(scheduler.pid) - baseline < 20, 20,
-                  message='the scheduler to give back the memory of two 13 MB casts (baseline '
-                  '%d MB)' % baseline)
+    _wait_rss_back(scheduler.pid, baseline, 'the memory of two 13 MB casts')
 
     # Over the limit: dropped with its size and the limit, acknowledged, never decoded.
     oversized = b'{"oslo.version": "2.0", "oslo.message": "' + b'x' * (20 * 1024 * 1024) + b'"}'
@@ -281,9 +279,24 @@ def test_large_messages_leave_no_memory_and_oversized_ones_are_dropped_undecoded
     time.sleep(2)
     assert _queue_depth(url, 'scheduler') == 0  # acknowledged: not delivered again
     assert len(_lines(cluster.log('scheduler'), '(too large)')) == 1
-    base.wait_for(lambda: _rss_mb(scheduler.pid) - baseline < 20, 20,
-                  message='the scheduler to give back the 20 MB body it dropped (baseline '
-                  '%d MB)' % baseline)
+    _wait_rss_back(scheduler.pid, baseline, 'the 20 MB body it dropped')
+
+
+def _wait_rss_back(pid, baseline, what, within_mb=20, timeout=20):
+    """Wait for the process's RSS to come back within ``within_mb`` of ``baseline``; the
+    failure says by how much it missed."""
+    above = []
+
+    def back():
+        above.append(_rss_mb(pid) - baseline)
+        return above[-1] < within_mb
+
+    try:
+        base.wait_for(back, timeout)
+    except AssertionError:
+        raise AssertionError('the scheduler did not give back %s within %d s: still %+d MB '
+                             'over its %d MB baseline (least: %+d MB)'
+                             % (what, timeout, above[-1], baseline, min(above))) from None
 
 
 # -- TLS to the broker --------------------------------------------------------------------------

@@ -246,17 +246,38 @@ def test_replayed_messages_are_one_rate_limited_warning_without_traceback(consum
 
 
 def test_one_collection_then_a_trim_follow_large_messages_once_they_are_freed():
-    timers, calls = [], []
+    timers, calls, now = [], [], [100.0]
     collection = rpc_incoming._DeferredCollection(
         start_timer=lambda delay, run: timers.append((delay, run)),
-        collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'))
+        collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'),
+        clock=lambda: now[0])
     collection.schedule()
     collection.schedule()  # one pending: not a second
     assert [delay for delay, _ in timers] == [rpc_incoming._DeferredCollection.DELAY]
+    now[0] += rpc_incoming._DeferredCollection.DELAY
     timers.pop()[1]()
     assert calls == ['collect', 'trim']
     collection.schedule()
     assert len(timers) == 1
+
+
+def test_a_collection_runs_a_delay_after_the_last_large_message_not_the_first():
+    timers, calls, now = [], [], [100.0]
+    collection = rpc_incoming._DeferredCollection(
+        start_timer=lambda delay, run: timers.append((delay, run)),
+        collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'),
+        clock=lambda: now[0])
+    delay = rpc_incoming._DeferredCollection.DELAY
+    collection.schedule()
+    now[0] += delay * 0.75
+    collection.schedule()  # a second message while the first one's timer runs
+    now[0] += delay * 0.25
+    timers.pop(0)[1]()  # the first timer fires: too early for the second message
+    assert calls == []
+    assert [wait for wait, _ in timers] == [pytest.approx(delay * 0.75)]
+    now[0] += delay * 0.75
+    timers.pop(0)[1]()
+    assert calls == ['collect', 'trim'] and timers == []
 
 
 def test_malloc_trim_is_glibcs_and_returns_its_answer():
