@@ -3,7 +3,7 @@
 With ``[scheduler] record_requests_to = DIR``, every request is appended to
 ``DIR/requests-<pid>.jsonl`` as one JSON line: the RequestSpec as it arrived (its primitive),
 the instance uuids, and the answer (host and node per instance, or NoValidHost with its
-reason). A file past ``MAX_BYTES`` is rotated (``.1`` is the newest older one, ``BACKUPS``
+reason). A file that a record would take past ``MAX_BYTES`` is rotated first (``.1`` is the newest older one, ``BACKUPS``
 are kept). Recording must never fail a request: any error is logged, as one WARNING the
 first time, and the request is answered as usual.
 """
@@ -75,10 +75,12 @@ class RequestRecorder:
         with self._lock:
             handle = self._open()
             record['pid'], record['sequence'] = self._pid, next(self._sequence)
-            handle.write(json.dumps(record, sort_keys=True, default=str) + '\n')
+            line = json.dumps(record, sort_keys=True, default=str) + '\n'
+            if handle.tell() and handle.tell() + len(line) > self.max_bytes:
+                self._rotate()  # before: no file grows past max_bytes but for one record
+                handle = self._open()
+            handle.write(line)
             handle.flush()
-            if handle.tell() >= self.max_bytes:
-                self._rotate()
 
     def _path(self):
         return os.path.join(self.directory, '%s%d%s' % (PREFIX, self._pid, SUFFIX))
