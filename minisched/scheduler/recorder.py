@@ -3,9 +3,9 @@
 With ``[scheduler] record_requests_to = DIR``, every request is appended to
 ``DIR/requests-<pid>.jsonl`` as one JSON line: the RequestSpec as it arrived (its primitive),
 the instance uuids, and the answer (host and node per instance, or NoValidHost with its
-reason). A file that a record would take past ``MAX_BYTES`` is rotated first (``.1`` is the newest older one, ``BACKUPS``
-are kept). Recording must never fail a request: any error is logged, as one WARNING the
-first time, and the request is answered as usual.
+reason). A file that a record would take past ``MAX_BYTES`` is rotated first (``.1`` is
+the newest older one, ``BACKUPS`` are kept). Recording must never fail a request: any
+error is logged, as one WARNING the first time, and the request is answered as usual.
 """
 import itertools
 import json

@@ -159,7 +159,7 @@ class TestRecording(_Case):
                       warnings[0].getMessage())
 
     def test_files_rotate_past_their_size_and_keep_so_many(self):
-        rec = recorder.RequestRecorder(self.tmp, max_bytes=1000, backups=2)  # ~3 a file
+        rec = recorder.RequestRecorder(self.tmp, max_bytes=4000, backups=2)  # 2 a file
         spec = self._specs(('small', 1))[0]
         for _ in range(12):
             rec.finish(rec.start(spec, [base.uuids.vm], False), error=exception.NoValidHost(
@@ -168,7 +168,7 @@ class TestRecording(_Case):
         current = 'requests-%d.jsonl' % os.getpid()
         self.assertEqual([current, current + '.1', current + '.2'], names)
         for name in names:
-            self.assertLessEqual(os.path.getsize(os.path.join(self.tmp, name)), 1000)
+            self.assertLessEqual(os.path.getsize(os.path.join(self.tmp, name)), 4000)
         # The newest request is in the current file, the older ones in .1 then .2.
         sequences = [[json.loads(line)['sequence'] for line in open(
             os.path.join(self.tmp, name))] for name in (current + '.2', current + '.1', current)]
