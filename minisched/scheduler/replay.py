@@ -125,13 +125,7 @@ def described_requests(snapshot, flavor=None, count=0, mix=None, seed=0):
 
 
 def _mix(path):
-    try:
-        with open(path) as handle:
-            entries = json.load(handle)
-    except OSError as exc:
-        raise exception.InvalidTrace(path=path, reason=exc.strerror or str(exc))
-    except ValueError as exc:
-        raise exception.InvalidTrace(path=path, reason='not JSON (%s)' % exc)
+    entries = snapshot_mod.read_json(path, exception.InvalidTrace)
     if not isinstance(entries, list) or not all(
             isinstance(e, dict) and 'flavor' in e for e in entries):
         raise exception.InvalidTrace(path=path, reason='a mix is a list of {"flavor": ..., '

@@ -139,14 +139,19 @@ def dump(snapshot, path):
 def load(path):
     """The snapshot in ``path``, checked; :class:`~minisched.exception.InvalidSnapshot` names
     what is wrong with a file that is not one (truncated, another format or version)."""
+    return check(read_json(path, exception.InvalidSnapshot), path)
+
+
+def read_json(path, error):
+    """The JSON document in ``path``; ``error`` (an exception class taking ``path`` and
+    ``reason``) when it cannot be read or is not JSON."""
     try:
         with open(path) as handle:
-            snapshot = json.load(handle)
+            return json.load(handle)
     except OSError as exc:
-        raise exception.InvalidSnapshot(path=path, reason=exc.strerror or str(exc))
+        raise error(path=path, reason=exc.strerror or str(exc))
     except ValueError as exc:
-        raise exception.InvalidSnapshot(path=path, reason='not JSON, or cut short (%s)' % exc)
-    return check(snapshot, path)
+        raise error(path=path, reason='not JSON, or cut short (%s)' % exc)
 
 
 def check(snapshot, path='<snapshot>'):
