@@ -76,14 +76,15 @@ def configurations(config_files=None, compare=None):
     """``[(name, ConfigOpts, ratio overrides)]``: one per file of ``config_files`` and
     ``compare``, each read over ``minisched-manage``'s own configuration files; without
     any, that configuration alone (``current``)."""
-    base_files = list(CONF.config_file or [])
+    base_files = [('--config-file', path) for path in CONF.config_file or []] + \
+        [('--config-dir', path) for path in CONF.config_dir or []]
     base = _conf(base_files)
     files = list(config_files or []) + list(compare or [])
     if not files:
         return [('current', base, {})]
     made = []
     for path in files:
-        conf = _conf(base_files + [path])
+        conf = _conf(base_files + [('--config-file', path)])
         # A ratio a compute reports wins over the scheduler's option; one the file changes
         # is replayed as if every compute had been restarted with it.
         ratios = {name: conf[name] for name in replay_mod.RATIO_NAMES
@@ -92,17 +93,18 @@ def configurations(config_files=None, compare=None):
     return made
 
 
-def _conf(files):
+def _conf(sources):
+    """A ConfigOpts with every minisched option, read from ``sources`` (``(option, path)``
+    pairs, in order: a later file wins)."""
     conf = cfg.ConfigOpts()
     for module in conf_opts._MODULES:
         module.register_opts(conf)
-    args = []
-    for path in files:
-        args += ['--config-file', path]
+    args = [item for pair in sources for item in pair]
     try:
         conf(args, project='minisched', default_config_files=[], default_config_dirs=[])
     except cfg.Error as exc:
-        raise exception.InvalidReplayConfig(name=files[-1] if files else '(none)', reason=exc)
+        raise exception.InvalidReplayConfig(name=sources[-1][1] if sources else '(none)',
+                                            reason=exc)
     # The snapshot holds each host's instances: they are never read from a database.
     conf.set_override('track_instance_changes', True, group='filter_scheduler')
     return conf

@@ -219,7 +219,8 @@ def replay(snapshot, requests, scheduler, name='', seed=0, ratios=None):
             groups.prepare(spec)
             random.seed(seed * 1000003 + index)
             try:
-                selections = scheduler._schedule(context, spec, request.instance_uuids)
+                selections = scheduler.select_destinations(context, spec,
+                                                           request.instance_uuids, None, None)
             except exception.NoValidHost:
                 placements.append(None)
                 emptied[_emptier(pipeline.last_counts)] += 1
