@@ -44,7 +44,8 @@ class ReplayCommands:
             ('Flavors', len(taken['flavors'])), ('Anonymized', bool(anonymize))])
 
     def replay(self, snapshot, trace=None, flavor=None, count=None, mix=None,
-               config_files=None, compare=None, seed=0, plot=None, differences=20):
+               config_files=None, compare=None, seed=0, plot=None, differences=20,
+               per_host=False):
         if plot:
             _need_matplotlib()
         loaded = snapshot_mod.load(snapshot)
@@ -56,7 +57,7 @@ class ReplayCommands:
         if plot:
             from minisched.scheduler import replay_plot
             replay_plot.write(outcomes, plot)
-        return report(outcomes, requests, differences if len(outcomes) > 1 else 0)
+        return report(outcomes, requests, differences if len(outcomes) > 1 else 0, per_host)
 
 
 def _requests(loaded, trace, flavor, count, mix, seed):
@@ -118,8 +119,9 @@ def _need_matplotlib():
                                 '"minisched[plot]" (or matplotlib)')
 
 
-def report(outcomes, requests, differences=20):
-    """``(columns, rows)``: a row per figure, a column per configuration."""
+def report(outcomes, requests, differences=20, per_host=False):
+    """``(columns, rows)``: a row per figure, a column per configuration (with
+    ``per_host``, then a row per host: its RAM, vCPU and disk use)."""
     rows = [['requests'] + [len(requests)] * len(outcomes),
             ['instances placed'] + [sum(len(p) for p in o.placements if p) for o in outcomes],
             ['NoValidHost'] + [sum(1 for p in o.placements if p is None) for o in outcomes]]
@@ -152,7 +154,18 @@ def report(outcomes, requests, differences=20):
         for number, label, placed in shown:
             rows.append(['request #%d (%s)' % (number, label)] +
                         [replay_mod.shown(p) for p in placed])
+    if per_host:
+        rows.extend(_per_host(outcomes))
     return ['Figure'] + [o.name for o in outcomes], rows
+
+
+def _per_host(outcomes):
+    """``host NAME RAM/vCPU/disk used %`` rows (the snapshot's hosts: every outcome has
+    them in the same order)."""
+    for index, name in enumerate(outcomes[0].host_names):
+        yield (['host %s %s' % (name, (USED % 'RAM/vCPU/disk'))] +
+               ['/'.join('%.1f' % o.utilization[key]['hosts'][index] for key, _ in RESOURCES)
+                for o in outcomes])
 
 
 def _keys(counters):
@@ -194,6 +207,9 @@ def _replay_arguments(parser):
                         help='Seed of the random choices among the best hosts (0).')
     parser.add_argument('--differences', type=int, default=20, metavar='N',
                         help='Requests placed differently to list, at most (20).')
+    parser.add_argument('--per-host', action='store_true',
+                        help='Also a row per host: the share of its RAM, vCPUs and disk in '
+                             'use after the replay, per configuration.')
     parser.add_argument('--plot', metavar='DIR',
                         help='Also write PNG figures to DIR (needs matplotlib: '
                              'pip install "minisched[plot]").')
@@ -214,5 +230,6 @@ def add_parsers(actions):
         help_text='Write what the scheduler sees to a JSON file.')
     manage_display.add_command(actions, 'replay', manage_display.Lister(
         commands.replay, ['snapshot', 'trace', 'flavor', 'count', 'mix', 'config_files',
-                          'compare', 'seed', 'plot', 'differences'], _replay_arguments),
+                          'compare', 'seed', 'plot', 'differences', 'per_host'],
+        _replay_arguments),
         help_text='Replay requests over a snapshot, offline, per configuration.')

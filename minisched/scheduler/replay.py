@@ -187,7 +187,8 @@ class Outcome:
     emptied_by: collections.Counter
     rejected: collections.Counter
     hosts_used: tuple         # (before, after)
-    utilization: dict         # resource -> {'p10': ..., 'mean': ..., 'stdev': ...}
+    utilization: dict         # resource -> {'p10': ..., 'mean': ..., 'hosts': [...]}
+    host_names: list          # the hosts of utilization's per-host values, in their order
     fits: dict                # flavor name -> (before, after)
     reproduced: tuple = None  # (requests matching their recorded answer, recorded ones)
 
@@ -233,6 +234,7 @@ def replay(snapshot, requests, scheduler, name='', seed=0, ratios=None):
     return Outcome(
         name=name, placements=placements, emptied_by=emptied, rejected=pipeline.rejected,
         hosts_used=(used_before, _hosts_used(hm)), utilization=utilization(hm),
+        host_names=[_name(hm.table.states[row]) for row in _columns(hm)[0]],
         fits={n: (fits_before[n], fits_after[n]) for n in flavors},
         reproduced=(sum(1 for rec, got in recorded if _same(rec, got)), len(recorded))
         if recorded else None)
@@ -297,6 +299,11 @@ def _columns(hm):
     rows = hm.table.rows()
     rows = rows[hm.table.columns['mapped'][rows]]
     return rows, {name: column[rows] for name, column in hm.table.columns.items()}
+
+
+def _name(state):
+    return state.host if state.host == state.nodename else '%s/%s' % (state.host,
+                                                                      state.nodename)
 
 
 def _hosts_used(hm):

@@ -47,14 +47,17 @@ def test_compare_sets_both_configurations_side_by_side(run, files):
     assert table['request #2 (small)']['stack.conf'] == 'a'
 
 
-def test_json_output_has_a_record_per_figure(run, files):
+def test_json_output_has_a_record_per_figure_and_host(run, files):
     code, out, err = replay(run, files, '--flavor', 'big', '--count', 3, '--config-file',
-                            files['spread'], '-f', 'json')
+                            files['spread'], '-f', 'json', '--per-host')
     assert code == 0, err
     figures = {item['Figure']: item['spread.conf'] for item in json.loads(out)}
     assert figures['instances placed'] == 2
     assert figures['NoValidHost'] == 1
     assert figures['NoValidHost: emptied by RamFilter'] == 1
+    # A big one (4 GB, 2 vCPUs, 10 GB) on each host of 4 GB, 4 vCPUs, 40 GB.
+    assert figures['host a RAM/vCPU/disk used % of allocatable'] == '100.0/50.0/25.0'
+    assert figures['host b RAM/vCPU/disk used % of allocatable'] == '100.0/50.0/25.0'
 
 
 def test_plot_writes_the_figures(run, files, tmp_path):
