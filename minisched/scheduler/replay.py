@@ -114,8 +114,12 @@ def described_requests(snapshot, flavor=None, count=0, mix=None, seed=0):
     requests = []
     for entry in entries:
         made = _flavor(entry['flavor'], flavors, mix or '--flavor')
-        per_request = int(entry.get('num_instances', 1))
-        for _ in range(int(entry.get('count', 1))):
+        try:
+            per_request, times = int(entry.get('num_instances', 1)), int(entry.get('count', 1))
+        except (TypeError, ValueError) as exc:
+            raise exception.InvalidTrace(path=mix, reason='count and num_instances are '
+                                         'numbers (%s)' % exc)
+        for _ in range(times):
             spec = _spec(made, per_request)
             requests.append(Request(spec.obj_to_primitive(), None, per_request,
                                     label=made.name))
@@ -216,7 +220,7 @@ def replay(snapshot, requests, scheduler, name='', seed=0, ratios=None):
         fits_before = {n: fits(scheduler, f) for n, f in flavors.items()}
         placements, emptied = [], collections.Counter()
         for index, request in enumerate(requests):
-            spec = request_spec_obj.RequestSpec.obj_from_primitive(request.spec)
+            spec = _spec_of(request, index)
             groups.prepare(spec)
             random.seed(seed * 1000003 + index)
             try:
@@ -238,6 +242,19 @@ def replay(snapshot, requests, scheduler, name='', seed=0, ratios=None):
         fits={n: (fits_before[n], fits_after[n]) for n in flavors},
         reproduced=(sum(1 for rec, got in recorded if _same(rec, got)), len(recorded))
         if recorded else None)
+
+
+def _spec_of(request, index):
+    try:
+        spec = request_spec_obj.RequestSpec.obj_from_primitive(request.spec)
+    except Exception as exc:  # whatever the object layer finds wrong in a recorded spec
+        spec = '%s: %s' % (type(exc).__name__, exc)
+    if not isinstance(spec, request_spec_obj.RequestSpec):
+        raise exception.InvalidTrace(path='(request #%d)' % (index + 1),
+                                     reason='not a RequestSpec: %s' % (
+                                         spec if isinstance(spec, str) else
+                                         type(spec).__name__))
+    return spec
 
 
 def _same(recorded, placed):

@@ -204,6 +204,16 @@ class TestBadInput(_Case):
             replay.load_trace(self.tmp)
         self.assertIn('no requests-*.jsonl files', caught.exception.format_message())
 
+    def test_a_recorded_spec_that_is_no_request_spec_names_the_request(self):
+        good = replay.described_requests(self.snapshot, flavor='small', count=1)[0]
+        flavor = good.spec['minisched_object.data']['flavor']
+        for spec, why in ((dict(flavor, **{'minisched_object.version': '9.9'}),
+                           'IncompatibleObjectVersion'), (flavor, 'Flavor')):
+            with self.assertRaises(exception.InvalidTrace) as caught:
+                self._replay([good, replay.Request(spec, None, 1)])
+            self.assertIn('(request #2): not a RequestSpec: %s' % why,
+                          caught.exception.format_message())
+
     def test_an_unknown_filter_names_the_configuration(self):
         self.flags(group='filter_scheduler', enabled_filters=['RamFilter', 'NoSuchFilter'])
         with self.assertRaises(exception.InvalidReplayConfig) as caught:
