@@ -23,7 +23,7 @@ def _utilization(pyplot, outcomes, path):
         axis.boxplot([o.utilization[key]['hosts'] for o in outcomes])
         axis.set_xticks(range(1, len(outcomes) + 1), [o.name for o in outcomes])
         axis.set_title('%s used per host' % label)
-        axis.set_ylabel('% of the host')
+        axis.set_ylabel('% of allocatable (total x ratio)')
     figure.tight_layout()
     figure.savefig(path)
     pyplot.close(figure)
