@@ -4,8 +4,10 @@ Benches (``--skip`` any of them): ``pipeline`` (filter + weigh + pick over prebu
 states, checked against the per-host reference), ``refresh`` (host states from SQLite,
 PostgreSQL and MySQL/MariaDB), ``e2e`` (select_destinations over RabbitMQ against the wire
 floor, at 1,000 and 10,000 hosts), ``memory`` (scheduler worker RSS at 10,000 hosts),
-``build`` (1,000 boots through 200 fake computes) and ``build-wide`` (the same boots through
-2,000 fake computes in 20 processes, on a broker of its own; not with ``--quick``). Hosts are
+``build`` (1,000 boots through 200 fake computes), ``build-wide`` (the same boots through
+2,000 fake computes in 20 processes, on a broker of its own; not with ``--quick``) and
+``replay`` (``minisched-manage scheduler replay``'s work: 10,000 requests over a 10,000-host
+snapshot; ``--only replay`` runs it alone). Hosts are
 synthetic except in the build benches. The benches that start services (``e2e``,
 ``memory``, ``build``, ``build-wide``) run once per concurrency backend of ``--backend``
 (default: ``threading``, the services' default; ``--backend threading,eventlet`` compares
@@ -21,7 +23,7 @@ import time
 import traceback
 import warnings
 
-BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build', 'build-wide')
+BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build', 'build-wide', 'replay')
 #: The benches that start minisched services (run once per ``--backend``).
 SERVICE_BENCHES = ('e2e', 'memory', 'build', 'build-wide')
 BACKENDS = ('threading', 'eventlet')
@@ -35,6 +37,9 @@ NUMA_SIZES = ((1000,), (1000, 10000))
 NUMA_REQUESTS = {1000: (5, 40), 10000: (2, 10)}
 #: (instances, computes, computes per process): quick, full.
 BUILD = ((20, 4, 2), (1000, 200, 25))
+#: (hosts, requests) of the replay bench: quick, full (issue 41: under a minute for 10,000
+#: requests over 10,000 hosts).
+REPLAY = ((10000, 1000), (10000, 10000))
 #: The wide build bench (full runs only): the same instances on ten times the computes, in
 #: 20 processes, with a broker of its own.
 BUILD_WIDE = (1000, 2000, 100)
@@ -53,6 +58,8 @@ def _parser():
     parser.add_argument('--requests', type=int, help='pipeline requests timed per size')
     parser.add_argument('--skip', default='', help='benches to skip, comma-separated: %s'
                         % ', '.join(BENCHES))
+    parser.add_argument('--only', default='', help='run only these benches, comma-separated '
+                        '(the others are skipped)')
     parser.add_argument('--csv', help='also write the figures to this CSV file')
     parser.add_argument('--no-trace', action='store_true',
                         help='run the build bench without MINISCHED_TRACE_DIR (no build trace)')
@@ -84,7 +91,7 @@ def _requests_for(args, table=REQUESTS):
 def _plan(args, reports):
     """``[(bench name, callable returning figures)]`` in run order; texts to print after
     the table go to ``reports`` (a list; None: to the bench's ``out``)."""
-    from benchmarks import build, databases, e2e, memory, pipeline, refresh
+    from benchmarks import build, databases, e2e, memory, pipeline, refresh, replay
     quick = args.quick
     sizes = ([int(s) for s in args.sizes.split(',') if s.strip()] if args.sizes else
              list(QUICK_SIZES if quick else FULL_SIZES))
@@ -105,7 +112,9 @@ def _plan(args, reports):
     ] + ([] if quick else [
         ('build-wide', lambda out: build.run(*BUILD_WIDE, out=out, trace_on=False,
                                              own_broker=True)),
-    ])
+    ]) + [
+        ('replay', lambda out: replay.run(*REPLAY[0 if quick else 1], out=out)),
+    ]
 
 
 def _say(message):
@@ -119,9 +128,13 @@ def run(args, out=_say, reports=None):
     from benchmarks import cluster
     from benchmarks import common
     skip = {s.strip() for s in args.skip.split(',') if s.strip()}
-    unknown = skip - set(BENCHES)
+    only = {s.strip() for s in (getattr(args, 'only', '') or '').split(',') if s.strip()}
+    unknown = (skip | only) - set(BENCHES)
     if unknown:
-        raise SystemExit('unknown bench(es) in --skip: %s' % ', '.join(sorted(unknown)))
+        raise SystemExit('unknown bench(es) in --skip or --only: %s'
+                         % ', '.join(sorted(unknown)))
+    if only:
+        skip |= set(BENCHES) - only
     figures, failed = [], False
     backends = getattr(args, 'backend', None) or ['threading']
     for name, bench in _plan(args, reports):

@@ -14,7 +14,6 @@ reach once built (``gc.freeze``; undone after).
 import gc
 import random
 import time
-from unittest import mock
 
 from benchmarks import common
 from benchmarks import synthetic
@@ -42,18 +41,6 @@ PCI_ALIASES = ['{"name": "nic", "vendor_id": "8086", "product_id": "1520"}',
 NUMA_FLAVORS = ((1024, 2, 10, 0), (2048, 2, 20, 0), (4096, 4, 40, 0), (8192, 8, 80, 0))
 
 
-def _scheduler_class():
-    from minisched.scheduler import filter_scheduler
-
-    class PrebuiltScheduler(filter_scheduler.FilterScheduler):
-        """Schedules over the host states it holds: the database refresh is timed elsewhere."""
-
-        def _get_all_host_candidates(self, context, spec_obj):
-            return self.pipeline.initial(context, spec_obj)
-
-    return PrebuiltScheduler
-
-
 def bench_conf():
     """Overrides of the pipeline bench: Nova's default filters plus CoreFilter, all weighers."""
     from minisched.conf import filter_scheduler as fs_conf
@@ -63,14 +50,12 @@ def bench_conf():
             None: {'service_down_time': 86400}}
 
 
-def offline_scheduler(conf, cls=None):
-    """A FilterScheduler (or ``cls``) made in a process without RPC: its notifier is a stand-in
-    that says it is off, so select_destinations sends no notification."""
-    from minisched import rpc
+def offline_scheduler(conf):
+    """A FilterScheduler made in a process without RPC: its notifier is off, so
+    select_destinations sends no notification."""
     from minisched.scheduler import filter_scheduler
-    with mock.patch.object(rpc, 'get_notifier') as notifier:
-        notifier.return_value.is_enabled.return_value = False
-        return (cls or filter_scheduler.FilterScheduler)(conf)
+    from minisched.scheduler import offline
+    return filter_scheduler.FilterScheduler(conf, notifier=offline.SilentNotifier())
 
 
 def numa_conf():
@@ -86,7 +71,8 @@ def numa_conf():
 def build_scheduler(conf, hosts, seed=0, rows=None):
     """A FilterScheduler whose HostManager holds ``hosts`` synthetic host states (from
     ``rows(count, seed=)``, :func:`synthetic.node_rows` by default)."""
-    scheduler = offline_scheduler(conf, _scheduler_class())
+    from minisched.scheduler import offline
+    scheduler = offline.HeldStateScheduler(conf)  # the database refresh is timed elsewhere
     synthetic.populate(scheduler.host_manager, (rows or synthetic.node_rows)(hosts, seed=seed))
     return scheduler
 

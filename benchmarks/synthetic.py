@@ -65,14 +65,8 @@ def node_rows(count, seed=0, now=None, spread_seconds=0):
 
 def populate(host_manager, pairs, cell_uuid=None):
     """Fill ``host_manager``'s host states straight from rows (no database)."""
-    from minisched.scheduler import host_manager as hm_mod
-    cell_uuid = cell_uuid or hm_mod.LOCAL_CELL_UUID
-    for service, _node in pairs:
-        host_manager._services[service['host']] = service
-    for _service, node in pairs:
-        host_manager._update_node(node, cell_uuid)
-    host_manager.cells = host_manager.enabled_cells = [None]
-    host_manager._initialized = True
+    from minisched.scheduler import offline
+    offline.hold(host_manager, ((service, node, cell_uuid, True) for service, node in pairs))
 
 
 def old_now(minutes=10):

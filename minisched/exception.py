@@ -564,3 +564,15 @@ class InstanceBuildInterrupted(MinischedException):
 class BuildRequestNotProcessed(MinischedException):
     msg_fmt = ('Build request was not processed within %(seconds)d seconds (a conductor '
                'stopped or lost the database while handling it). Set to error state.')
+
+
+class InvalidSnapshot(Invalid):
+    msg_fmt = 'Cannot read the scheduler snapshot %(path)s: %(reason)s'
+
+
+class InvalidTrace(Invalid):
+    msg_fmt = 'Cannot read the request trace %(path)s: %(reason)s'
+
+
+class InvalidReplayConfig(Invalid):
+    msg_fmt = 'Cannot replay with the configuration %(name)s: %(reason)s'

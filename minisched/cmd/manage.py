@@ -220,14 +220,15 @@ CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',
                                  help='Available categories', handler=add_command_parsers)
 
 
-#: The databases each category opens (both unless listed); ``rpc`` opens none.
+#: The databases each category (or ``category action``) opens (both unless listed); ``rpc``
+#: and ``scheduler replay`` (offline) open none.
 _DATABASES = {'db': (engines.MAIN,), 'api_db': (engines.API,), 'service': (engines.MAIN,),
-              'rpc': ()}
+              'rpc': (), 'scheduler replay': ()}
 _CONNECTION = {engines.MAIN: ('database', db_conf.MAIN_SQLITE),
                engines.API: ('api_database', db_conf.API_SQLITE)}
 
 
-def unconfigured_database(category):
+def unconfigured_database(category, action=None):
     """Without any configuration file, the first embedded SQLite database ``category``
     would open that does not exist, else None.
 
@@ -237,7 +238,9 @@ def unconfigured_database(category):
     """
     if config.config_sources(CONF):
         return None
-    for database in _DATABASES.get(category, (engines.MAIN, engines.API)):
+    databases = _DATABASES.get('%s %s' % (category, action),
+                               _DATABASES.get(category, (engines.MAIN, engines.API)))
+    for database in databases:
         group, filename = _CONNECTION[database]
         path = os.path.join(CONF.state_path, filename)
         if not CONF[group].connection and not os.path.exists(path):
@@ -250,7 +253,7 @@ def main(argv=None):
     prog = argv[0].rsplit('/', 1)[-1]
     CONF.register_cli_opt(CATEGORY_OPT)
     config.parse_args(argv, init_rpc=False)
-    missing = unconfigured_database(CONF.category.name)
+    missing = unconfigured_database(CONF.category.name, CONF.category.action)
     if missing:
         config.fail(prog, 'no configuration file (none given with --config-file or '
                           '--config-dir, no minisched.conf in %s) and no database at %s: give '

@@ -17,7 +17,7 @@ import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
 from minisched import config, context, exception
-from minisched.cmd import manage_display, manage_flavor
+from minisched.cmd import manage_display, manage_flavor, manage_scheduler_replay
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import image_meta as image_meta_obj
@@ -183,7 +183,8 @@ def _select_arguments(parser):
 
 
 def add_parsers(actions):
-    """Add the ``select`` action to the ``scheduler`` category."""
+    """Add the ``select`` action (and ``snapshot`` and ``replay``) to the ``scheduler``
+    category."""
     commands = SchedulerCommands()
     manage_display.add_command(actions, 'select', manage_display.Lister(
         commands.select, ['ram', 'vcpus', 'disk', 'ephemeral', 'swap', 'flavor',
@@ -191,6 +192,7 @@ def add_parsers(actions):
                           'ignore_hosts', 'num_instances', 'alternates', 'json', 'project',
                           'user'], _select_arguments),
         help_text='Ask a scheduler for hosts (builds nothing).')
+    manage_scheduler_replay.add_parsers(actions)
 
 
 def add_request_arguments(parser, prefix='action_kwarg_'):

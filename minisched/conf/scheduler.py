@@ -35,6 +35,16 @@ set: ``0.0.0.0`` (default) for every IPv4 address, ``127.0.0.1`` to allow
 local scrapes only, ``::`` for IPv6.
 
 Related options: ``metrics_listen_port``"""),
+    cfg.StrOpt('record_requests_to', help="""
+Directory where each scheduler worker appends every request it answers
+(its RequestSpec, instance uuids and answer: the host and node of each
+instance, or NoValidHost) as JSON lines, for ``minisched-manage scheduler
+replay``. One file per worker process (``requests-<pid>.jsonl``), rotated
+at 64 MiB with 9 older files kept. Unset (default): nothing is recorded.
+Recording never fails a request: a directory that cannot be written logs
+one WARNING and the requests go on unrecorded. Dry runs are not recorded.
+
+Related options: ``workers``"""),
     cfg.IntOpt('workers', min=0, help="""
 Scheduler worker processes. Unset or 0: the number of CPUs with
 ``filter_scheduler``, otherwise 1."""),

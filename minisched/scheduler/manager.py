@@ -15,6 +15,7 @@ from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler import plugins
+from minisched.scheduler import recorder
 
 LOG = logging.getLogger(__name__)
 
@@ -41,6 +42,8 @@ class SchedulerManager(manager.Manager):
             '_run_periodic_tasks': conf.scheduler.periodic_task_interval,
         })
         self._discover_warned = False
+        #: Appends each request and its answer to ``[scheduler] record_requests_to``.
+        self.recorder = recorder.RequestRecorder.from_conf(conf)
         self._cell_servers = {}  # cell bus URL -> RPC server on it
 
     def post_start_hook(self):
@@ -133,11 +136,26 @@ class SchedulerManager(manager.Manager):
             spec_obj = _spec_from_primitives(ctxt, request_spec, filter_properties)
         _validate(spec_obj, instance_uuids)
         return_alternates = bool(return_alternates and return_objects)
-        selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids, None,
-                                                     None, None, return_alternates,
-                                                     dry_run=bool(dry_run))
+        if self.recorder is None or dry_run:
+            selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids, None,
+                                                         None, None, return_alternates,
+                                                         dry_run=bool(dry_run))
+        else:
+            selections = self._recorded(ctxt, spec_obj, instance_uuids, return_alternates)
         if not return_objects:
             return jsonutils.to_primitive([sel[0].to_dict() for sel in selections])
+        return selections
+
+    def _recorded(self, ctxt, spec_obj, instance_uuids, return_alternates):
+        """The driver's selections, the request and its answer recorded on the way."""
+        started = self.recorder.start(spec_obj, instance_uuids, return_alternates)
+        try:
+            selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids, None,
+                                                         None, None, return_alternates)
+        except exception.NoValidHost as exc:
+            self.recorder.finish(started, error=exc)
+            raise
+        self.recorder.finish(started, selections=selections)
         return selections
 
     def update_aggregates(self, ctxt, aggregates):

@@ -10,6 +10,7 @@ from unittest import mock
 from benchmarks import __main__ as bench_main
 from benchmarks import common
 from benchmarks import pipeline
+from benchmarks import replay as replay_bench
 from minisched import monkey_patch
 from tests.unit import base
 
@@ -47,7 +48,8 @@ class TestPipelineBenchSmoke(base.TestCase):
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, 'bench.csv')
             status = bench_main.main(['--sizes', '200', '--requests', '3', '--skip',
-                                      'refresh,e2e,memory,build,build-wide', '--csv', path],
+                                      'refresh,e2e,memory,build,build-wide,replay', '--csv',
+                                      path],
                                      stdout=out)
             with open(path, newline='') as handle:
                 rows = list(csv.DictReader(handle))
@@ -59,6 +61,26 @@ class TestPipelineBenchSmoke(base.TestCase):
         for figure in EXPECTED:
             self.assertIn(figure, text)
         self.assertIn(common.format_table([]).splitlines()[0].split()[0], text)
+
+
+class TestReplayBenchSmoke(base.TestCase):
+
+    def test_replays_the_pipeline_requests_over_a_snapshot_file(self):
+        lines = []
+        figures = replay_bench.run(hosts=200, requests=20, out=lines.append)
+        self.assertEqual(['replay 20 requests @200 hosts'], [f.figure for f in figures])
+        self.assertIsNone(figures[0].met)  # the target is for 10,000 over 10,000 only
+        self.assertRegex(figures[0].note, r'^\d+ instances placed, \d+ NoValidHost; ')
+        self.assertEqual(1, len(lines))
+
+    def test_only_runs_the_benches_named(self):
+        args = bench_main._parser().parse_args(['--only', 'replay'])
+        ran = []
+        plan = [(name, lambda out, name=name: ran.append(name) or []) for name in
+                bench_main.BENCHES]
+        with mock.patch.object(bench_main, '_plan', return_value=plan):
+            bench_main.run(args, out=lambda message: None)
+        self.assertEqual(['replay'], ran)
 
 
 class TestWireFloorEndpoint(base.TestCase):

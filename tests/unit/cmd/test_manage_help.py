@@ -14,7 +14,7 @@ DISPLAYS = {('service', 'list'), ('flavor', 'list'), ('flavor', 'create'), ('fla
             ('group', 'list'), ('group', 'show'), ('group', 'create'), ('aggregate', 'list'),
             ('aggregate', 'create'), ('aggregate', 'set'), ('aggregate', 'add-host'),
             ('aggregate', 'remove-host'), ('server', 'list'), ('server', 'show'),
-            ('scheduler', 'select')}
+            ('scheduler', 'select'), ('scheduler', 'snapshot'), ('scheduler', 'replay')}
 
 
 @pytest.fixture
