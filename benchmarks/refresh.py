@@ -98,6 +98,11 @@ def _live_refreshes(hm, context, url, hosts, samples):
                            daemon=True)
     writer.start()
     try:
+        # The writer is a new interpreter: on a busy machine it may take longer than the
+        # warm-up to import and write its first rows.
+        deadline = time.monotonic() + 60
+        while not written.value and time.monotonic() < deadline and writer.is_alive():
+            time.sleep(0.05)
         time.sleep(LIVE_WARMUP)
         hm.refresh(context)  # the backlog of the warm-up: not a request's usual read
         first, started = written.value, time.monotonic()
