@@ -3,8 +3,8 @@
 ``minisched-manage rpc tap [--topic T ...] [--json] [--count N] [--timeout S]`` prints each
 RPC message of the deployment's control exchange as it passes (calls, casts, fanout casts,
 and the replies to the calls with their round-trip time), one line each, without taking part:
-the tap reads copies through a queue of its own (see ``minisched.tap``). Reply times need the
-RabbitMQ firehose on the vhost (``rabbitmqctl trace_on -p <vhost>``), because oslo.messaging
+the tap reads copies through a queue of its own (see ``minisched.messaging.tap``). Reply times need
+the RabbitMQ firehose on the vhost (``rabbitmqctl trace_on -p <vhost>``), because oslo.messaging
 publishes replies to the default exchange, which cannot be bound.
 """
 import argparse
@@ -15,7 +15,7 @@ import sys
 import oslo_messaging
 
 from minisched import config
-from minisched import tap as tap_lib
+from minisched.messaging import tap as tap_lib
 
 CONF = config.CONF
 

@@ -26,8 +26,8 @@ import traceback
 
 from minisched.conf import database as db_conf
 from minisched import exception
-from minisched import lazy
-from minisched import trace
+from minisched.db import lazy
+from minisched.messaging import trace
 
 # On first use: a compute calls configure() and block_db_access() and never makes an engine.
 oslo_engines = lazy.module('oslo_db.sqlalchemy.engines')

@@ -13,7 +13,7 @@ from oslo_config import cfg
 
 from minisched import context
 from minisched import rpc
-from minisched import rpc_incoming
+from minisched.messaging import incoming as rpc_incoming
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
 

@@ -32,7 +32,8 @@ from oslo_config import cfg
 from oslo_messaging import conffixture
 from pika import exceptions as pika_exc
 
-from minisched import context, objects, rpc, tap
+from minisched import context, objects, rpc
+from minisched.messaging import tap
 from minisched.objects import base as obj_base
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(240)]

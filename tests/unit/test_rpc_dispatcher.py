@@ -1,4 +1,4 @@
-"""minisched.rpc_incoming.MonitoredDispatcher: malformed messages refused up front with one
+"""minisched.messaging.incoming.MonitoredDispatcher: malformed messages refused up front with one
 line, others dispatched."""
 import logging
 from unittest import mock
@@ -9,7 +9,7 @@ import pytest
 from minisched import exception
 from minisched import objects
 from minisched import rpc
-from minisched import rpc_incoming
+from minisched.messaging import incoming as rpc_incoming
 from tests.unit import base
 
 

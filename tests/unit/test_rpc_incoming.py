@@ -1,4 +1,4 @@
-"""minisched.rpc_incoming: the rate-limited log, the rabbit driver's size and decoding
+"""minisched.messaging.incoming: the rate-limited log, the rabbit driver's size and decoding
 checks, and TLS files named in the driver's connection errors."""
 import json
 import logging
@@ -11,7 +11,7 @@ from oslo_config import cfg
 from oslo_messaging._drivers import impl_rabbit
 
 from minisched import rpc
-from minisched import rpc_incoming
+from minisched.messaging import incoming as rpc_incoming
 
 LOG = logging.getLogger('test.limiter')
 

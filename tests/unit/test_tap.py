@@ -1,4 +1,5 @@
-"""``minisched.tap`` without a broker: decoding envelopes, summaries, call/reply pairing, CLI."""
+"""``minisched.messaging.tap`` without a broker: decoding envelopes, summaries, call/reply
+pairing, CLI."""
 import argparse
 import io
 import json
@@ -7,7 +8,8 @@ import zlib
 import pytest
 from oslo_config import cfg
 
-from minisched import context, objects, tap
+from minisched import context, objects
+from minisched.messaging import tap
 from minisched.objects import base as obj_base
 from tests.unit import base
 

@@ -1,4 +1,5 @@
-"""minisched.trace: records per message, statement and task; files; aggregation; off is inert.
+"""minisched.messaging.trace: records per message, statement and task; files; aggregation; off
+is inert.
 
 RPC runs on oslo.messaging's in-memory ``fake://`` transport, the database is a SQLite file.
 """
@@ -17,8 +18,8 @@ import sqlalchemy as sa
 from minisched import context
 from minisched.db import engines
 from minisched import rpc
-from minisched import trace
-from minisched import trace_files
+from minisched.messaging import trace
+from minisched.messaging import trace_files
 from tests.unit import base
 
 
@@ -325,7 +326,7 @@ class TestFiles(TraceTestCase):
         self.assertEqual(['parent'], [r['method'] for r in files[os.getpid()]['handled']])
 
     def test_the_environment_variable_turns_it_on_in_a_new_process(self):
-        script = ('from minisched import trace\n'
+        script = ('from minisched.messaging import trace\n'
                   'assert trace.ENABLED\n'
                   'with trace.task("t"):\n'
                   '    pass\n')
@@ -340,7 +341,7 @@ _GREEN_SCRIPT = """
 import eventlet
 eventlet.monkey_patch()
 import json, sys, time
-from minisched import trace
+from minisched.messaging import trace
 trace.enable(sys.argv[1], 'green')
 def burn(seconds):
     end = time.thread_time() + seconds

@@ -64,7 +64,7 @@ from oslo_messaging.rpc import server as rpc_server
 from oslo_messaging.rpc import dispatcher
 
 from minisched import exception
-from minisched import trace
+from minisched.messaging import trace
 
 #: The RPC layer's logger: these reports are the RPC layer's, whichever module makes them.
 LOG = logging.getLogger('minisched.rpc')

@@ -2,7 +2,7 @@
 
 Off unless the environment variable ``MINISCHED_TRACE_DIR`` names a directory when this module
 is first imported (or :func:`enable` is called). Off, the call sites in :mod:`minisched.rpc`,
-:mod:`minisched.rpc_incoming`, :mod:`minisched.db.engines` and :mod:`minisched.service` test
+:mod:`minisched.messaging.incoming`, :mod:`minisched.db.engines` and :mod:`minisched.service` test
 :data:`ENABLED` and do nothing else; no hook is installed and no file written.
 
 On, every process records:
@@ -109,8 +109,8 @@ NONE = '-'
 
 #: Modules whose threads never inherit the record of the code that started them: they serve
 #: many handlings in turn (call threads, the call monitor, timers of the RPC layer).
-_NO_INHERIT = frozenset({'minisched.rpc', 'minisched.rpc_incoming', 'minisched.trace',
-                         'minisched.service'})
+_NO_INHERIT = frozenset({'minisched.rpc', 'minisched.messaging.incoming',
+                         'minisched.messaging.trace', 'minisched.service'})
 
 _state = {'directory': None, 'service': None, 'pid': None, 'started': None,
           'writer': None, 'file': None, 'green': False}
