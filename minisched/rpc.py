@@ -20,6 +20,7 @@ from minisched import context as ms_context
 from minisched.objects import base as obj_base
 from minisched.messaging import admission as rpc_admission
 from minisched.messaging import incoming
+from minisched.messaging import monitored_dispatcher
 from minisched.messaging import trace
 
 LOG = logging.getLogger(__name__)
@@ -438,12 +439,14 @@ def get_server(target, endpoints, serializer=None, admission=None):
 
 
 def _rpc_server(transport, target, endpoints, serializer, admission=None):
-    """oslo.messaging's RPCServer with :class:`MonitoredDispatcher`: call-monitor heartbeats
-    from one thread per process, and malformed messages refused with one rate-limited line.
+    """oslo.messaging's RPCServer with
+    :class:`~minisched.messaging.monitored_dispatcher.MonitoredDispatcher`: call-monitor
+    heartbeats from one thread per process, and malformed messages refused with one
+    rate-limited line.
 
     The serializer is a client-side one (``server_side`` False): an argument that does not
     load raises its error, which the dispatcher reports and answers."""
-    rpc_dispatcher = incoming.MonitoredDispatcher(
+    rpc_dispatcher = monitored_dispatcher.MonitoredDispatcher(
         endpoints, serializer, dispatcher.DefaultRPCAccessPolicy, topic=target.topic)
     if admission:
         admitted, limit = admission

@@ -16,6 +16,7 @@ import oslo_messaging
 
 from minisched import config
 from minisched.messaging import tap as tap_lib
+from minisched.messaging import tap_events
 
 CONF = config.CONF
 
@@ -65,7 +66,7 @@ class RpcCommands:
         # lost connection as an error; the tap reports both itself.
         logging.getLogger('pika').setLevel(logging.CRITICAL)
         wanted = [t.strip() for value in (topics or []) for t in value.split(',') if t.strip()]
-        formatter = tap_lib.format_json if json else tap_lib.format_text
+        formatter = tap_events.format_json if json else tap_events.format_text
         tap = tap_lib.Tap(url, exchange, wanted or None, note=_note)
 
         def emit(event):
@@ -83,11 +84,11 @@ class RpcCommands:
             return 1
         _note('tapping exchange %s at %s for %s (queue %s)'
               % (exchange, tap_lib.describe_url(url), ', '.join(tap.topics), tap.queue))
-        missing = [b for b in tap.missing() if b[0] != tap_lib.TRACE_EXCHANGE]
+        missing = [b for b in tap.missing() if b[0] != tap_events.TRACE_EXCHANGE]
         if missing:
             _note('not there yet (retried every %ss): %s'
                   % (tap.retry_interval, ', '.join('%s(%s)' % b for b in missing)))
-        if (tap_lib.TRACE_EXCHANGE, tap_lib.TRACE_DEFAULT_EXCHANGE_KEY) in tap.bound:
+        if (tap_events.TRACE_EXCHANGE, tap_events.TRACE_DEFAULT_EXCHANGE_KEY) in tap.bound:
             _note('replies travel through the default exchange: reply times show only while '
                   'the firehose is on (rabbitmqctl trace_on -p %s)'
                   % tap_lib.connection_parameters(url)[0].virtual_host)

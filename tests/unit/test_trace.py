@@ -19,6 +19,7 @@ from minisched import context
 from minisched.db import engines
 from minisched import rpc
 from minisched.messaging import trace
+from minisched.messaging import trace_db
 from minisched.messaging import trace_files
 from tests.unit import base
 
@@ -276,7 +277,7 @@ class TestRecords(TraceTestCase):
                 ('UPDATE services SET report_count=? WHERE id=?', 'UPDATE services'),
                 ('DELETE FROM build_requests WHERE id = ?', 'DELETE build_requests'),
                 ('SELECT 1', 'SELECT'), ('SAVEPOINT sa_1', 'SAVEPOINT'), ('', '?')):
-            self.assertEqual(kind, trace.statement_kind(statement), statement)
+            self.assertEqual(kind, trace_db.statement_kind(statement), statement)
 
 
 class TestFiles(TraceTestCase):
