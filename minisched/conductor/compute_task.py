@@ -34,7 +34,7 @@ from minisched.objects import instance_fault
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched import rpc
-from minisched.messaging import admission
+from minisched.messaging import admission as rpc_admission
 from minisched.scheduler.client import query
 from minisched.scheduler import utils as scheduler_utils
 
@@ -220,7 +220,7 @@ class ComputeTaskManager:
         with ms_context.target_cell(context, cell) as cctxt:
             instance._context = cctxt
             created = _create_once(instance, self._schedule_records(cctxt, started, None))
-        if not created and admission.redelivered():
+        if not created and rpc_admission.redelivered():
             return self._take_over(context, instance, cell)
         if not created:
             LOG.info('Instance %s already exists in its cell: an earlier delivery of its build '
@@ -245,7 +245,7 @@ class ComputeTaskManager:
 
     def _take_over(self, context, instance, cell):
         """``instance`` exists in ``cell`` already and this delivery is RabbitMQ's again
-        (``admission.redelivered``): the conductor that created it lost its connection
+        (``rpc_admission.redelivered``): the conductor that created it lost its connection
         with the message unacknowledged, maybe between the creation and the mapping. When
         its build request is still there :data:`TAKE_OVER_AFTER_SECONDS` later, that
         conductor stopped (a live one takes it within milliseconds of the creation): this

@@ -199,9 +199,9 @@ class TestRedeliveredBuild(ComputeTaskTestCase):
         mock.patch.object(compute_task, 'TAKE_OVER_AFTER_SECONDS', 0.5).start()
 
     def deliver(self, redelivered):
-        from minisched.messaging import admission
-        admission._running.redelivered = redelivered
-        self.addCleanup(setattr, admission._running, 'redelivered', False)
+        from minisched.messaging import admission as rpc_admission
+        rpc_admission._running.redelivered = redelivered
+        self.addCleanup(setattr, rpc_admission._running, 'redelivered', False)
         self.manager.schedule_and_build_instances(
             self.ctxt, [self.build_request], [self.spec], {}, admin_password=None,
             injected_files=[], requested_networks=None, block_device_mapping=[])
