@@ -115,10 +115,10 @@ def _live_refreshes(hm, context, url, hosts, samples):
 def _timed_check(hm, context, url, host, free_ram_mb):
     """``_timed`` of the periodic check, made due, after ``host``'s free RAM is updated (on
     SQLite an unchanged database is not even listed)."""
-    from minisched.scheduler import host_manager
     _update_one_node(url, host, free_ram_mb)
+    from minisched.scheduler import host_refresh
     for sync in hm._cell_sync.values():
-        sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1
+        sync['full_at'] -= host_refresh.FULL_RESYNC_SECONDS + 1
     return _timed(hm.refresh, context)
 
 

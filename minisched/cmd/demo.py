@@ -48,7 +48,7 @@ def run(conf, say, count, timeout=120):
         [uuid] = api.create(ctxt, flavor, display_name=name)
         inst = _wait(api, ctxt, uuid, deadline)
         instances.append(inst)
-        moved = demo_why.reschedules(api.get_actions(ctxt, uuid))
+        moved = demo_why.reschedules(_settled_actions(api, ctxt, uuid))
         say('  ' + demo_why.placement_line(name, flavor.name, ranking, inst.host,
                                            [host for host, _reason in moved]))
         for host, reason in moved:
@@ -67,6 +67,23 @@ def run(conf, say, count, timeout=120):
         say('%d of %d instance(s) did not become ACTIVE (reasons above).' % (len(errors),
                                                                              count))
     return not errors
+
+
+def _settled_actions(api, ctxt, uuid, timeout=10):
+    """The instance's actions once each build event has its result (or at ``timeout``).
+
+    A compute finishes its event of a build it gave up after it handed the build on: on a
+    busy machine the instance can reach ERROR on the last host before the first host's
+    event says why it moved on.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        actions = api.get_actions(ctxt, uuid)
+        open_events = [event for _action, events in actions for event in events
+                       if event.event == demo_why.BUILD_EVENT and not event.result]
+        if not open_events or time.monotonic() > deadline:
+            return actions
+        time.sleep(0.2)
 
 
 def _wait(api, ctxt, uuid, deadline):

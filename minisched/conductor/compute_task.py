@@ -77,11 +77,14 @@ class ComputeTaskManager:
         if refusal:
             # Cleaned up as a build that failed to schedule: ERROR in cell0, with the fault.
             _refused(context, 'schedule_and_build_instances', refusal)
-            pending = self._still_pending(context, build_requests, [None] * len(build_requests))
+            pending, _gone = self._still_pending(context, build_requests,
+                                                 [None] * len(build_requests))
             self._bury_in_cell0(context, None, refusal, [pair[0] for pair in pending],
                                 started)
             return
-        pending = self._still_pending(context, build_requests, request_specs)
+        pending, gone = self._still_pending(context, build_requests, request_specs)
+        if gone and rpc_admission.redelivered():
+            self._adopt_orphans(context, gone, image)
         if not pending:
             return
         build_requests, request_specs = (list(column) for column in zip(*pending))
@@ -160,21 +163,77 @@ class ComputeTaskManager:
     # -- helpers -------------------------------------------------------------------------
 
     def _still_pending(self, context, build_requests, request_specs):
-        """The (build request, spec) pairs whose build request still exists.
+        """``(pending, gone)``: the (build request, spec) pairs whose build request still
+        exists, and the others.
 
         The same message can arrive twice (a publish repeated because the broker's confirm
         was lost, a delivery repeated because its ack was): the build requests the first
         delivery took are gone, and are dropped here before the scheduler is asked, so that
         it does not consume resources for them again.
         """
-        pending = []
+        pending, gone = [], []
         for build_request, spec in zip(build_requests, request_specs):
             # Whether it exists is all that counts: its instance is not read and decoded.
             if not api_db.build_request_exists(context, build_request.instance_uuid):
                 _build_request_gone(build_request.instance_uuid)
+                gone.append((build_request, spec))
                 continue
             pending.append((build_request, spec))
-        return pending
+        return pending, gone
+
+    def _adopt_orphans(self, context, gone, image):
+        """Build the instances a stopped conductor placed but never sent to a compute.
+
+        This delivery is RabbitMQ's again (``rpc_admission.redelivered``) and some of its
+        build requests are gone: the conductor that had the message created their instances,
+        mapped them and dropped the build requests, and may have stopped before it cast
+        their builds (it casts after placing every instance of the message). An instance
+        still BUILDING, ``scheduling`` and on no host :data:`TAKE_OVER_AFTER_SECONDS` later
+        was never claimed by a compute (a compute's claim writes its host and ``spawning``
+        at once): it is scheduled afresh and its build cast (``build_instances``), as Nova's
+        conductor builds an instance whose build it must start again. Had the cast gone out
+        after all, the compute that claims first wins: a claim is conditional on
+        ``scheduling``, and the second build stops there.
+        """
+        deadline = time.monotonic() + TAKE_OVER_AFTER_SECONDS
+        orphans = {build_request.instance_uuid: spec for build_request, spec in gone}
+        found = {}
+        while orphans:
+            found = {uuid: instance for uuid, instance in
+                     ((uuid, self._unclaimed(context, uuid)) for uuid in orphans)
+                     if instance is not None}
+            orphans = {uuid: orphans[uuid] for uuid in found}
+            if not orphans or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+        for uuid, spec in orphans.items():
+            instance = found[uuid]
+            LOG.warning('Instance %s was placed by a delivery of its build request that did '
+                        'not finish (its conductor stopped before sending it to a compute); '
+                        'this one schedules and builds it again.', uuid)
+            self.build_instances(instance._context, [instance], image, {}, None, [], None,
+                                 [], request_spec=spec, host_lists=None)
+
+    @staticmethod
+    def _unclaimed(context, instance_uuid):
+        """The instance when it is in its cell, BUILDING, ``scheduling`` and on no host;
+        else None."""
+        try:
+            mapping = instance_mapping_obj.InstanceMapping.get_by_instance_uuid(
+                context.elevated(), instance_uuid)
+        except exception.NotFound:
+            return None
+        if mapping.cell_mapping is None and _has_cells(context):
+            return None  # not placed (yet)
+        try:
+            with ms_context.target_cell(context, mapping.cell_mapping) as cctxt:
+                instance = instance_obj.Instance.get_by_uuid(cctxt, instance_uuid)
+        except exception.InstanceNotFound:
+            return None
+        if (instance.vm_state, instance.task_state, instance.host) != (
+                instance_obj.BUILDING, instance_obj.SCHEDULING, None):
+            return None
+        return instance
 
     def _schedule_instances(self, context, request_spec, instance_uuids,
                             return_alternates=False):

@@ -179,9 +179,8 @@ class TestBuildInstancesRefusals(ComputeTaskTestCase):
                 self.assertIn('field/attribute instances', '\n'.join(logs.output))
 
 
-class TestRedeliveredBuild(ComputeTaskTestCase):
-    """A conductor killed between creating an instance and mapping it: RabbitMQ delivers the
-    cast again (its ``redelivered`` flag), and that delivery takes the build over."""
+class _KilledConductorCase(ComputeTaskTestCase):
+    """A conductor killed half-way through a build cast: the instance is in its cell."""
 
     def setUp(self):
         super().setUp()
@@ -205,6 +204,11 @@ class TestRedeliveredBuild(ComputeTaskTestCase):
         self.manager.schedule_and_build_instances(
             self.ctxt, [self.build_request], [self.spec], {}, admin_password=None,
             injected_files=[], requested_networks=None, block_device_mapping=[])
+
+
+class TestRedeliveredBuild(_KilledConductorCase):
+    """A conductor killed between creating an instance and mapping it: RabbitMQ delivers the
+    cast again (its ``redelivered`` flag), and that delivery takes the build over."""
 
     def test_a_redelivered_cast_takes_the_unfinished_build_over(self):
         with self.assertLogs(compute_task.LOG, 'WARNING') as logs:
@@ -231,3 +235,46 @@ class TestRedeliveredBuild(ComputeTaskTestCase):
         self.deliver(redelivered=True)
         self.assertFalse(self.cast.called)
         self.assertEqual(1, len(instance_obj.InstanceList.get_by_filters(self.ctxt, {})))
+
+
+class TestOrphanedPlacedBuild(_KilledConductorCase):
+    """A conductor killed after it placed an instance (created, mapped, build request gone)
+    and before it cast the build: the delivery RabbitMQ makes again schedules and builds it."""
+
+    def setUp(self):
+        super().setUp()
+        # The killed conductor went one step further: it mapped the instance.
+        self.assertEqual(api_db.TAKEN, api_db.build_request_take(self.ctxt, uuids.instance,
+                                                                 None))
+        self.build = mock.patch.object(self.manager.compute_rpcapi,
+                                       'build_and_run_instance').start()
+
+    def test_a_redelivered_cast_builds_an_instance_no_compute_claimed(self):
+        with self.assertLogs(compute_task.LOG, 'WARNING') as logs:
+            self.deliver(redelivered=True)
+        self.assertIn('this one schedules and builds it again', '\n'.join(logs.output))
+        self.assertEqual(1, self.select.call_count)
+        self.assertEqual([uuids.instance], self.select.call_args[0][2])
+        kwargs = self.build.call_args.kwargs
+        self.assertEqual((uuids.instance, 'c1', 'c1'),
+                         (kwargs['instance'].uuid, kwargs['host'], kwargs['node']))
+        self.assertEqual(1, kwargs['filter_properties']['retry']['num_attempts'])
+        self.assertFalse(self.cast.called)  # not the path of a build request still there
+        self.assertEqual(1, len(instance_obj.InstanceList.get_by_filters(self.ctxt, {})))
+
+    def test_a_build_a_compute_claimed_meanwhile_is_left_to_it(self):
+        def claim():
+            instance = instance_obj.Instance.get_by_uuid(self.ctxt, uuids.instance)
+            instance.host, instance.task_state = 'c2', instance_obj.SPAWNING
+            instance.save()
+        claimer = threading.Timer(0.2, claim)
+        claimer.start()
+        self.addCleanup(claimer.join)
+        self.deliver(redelivered=True)
+        self.assertFalse(self.select.called)
+        self.assertFalse(self.build.called)
+
+    def test_a_first_delivery_never_rebuilds_what_another_placed(self):
+        self.deliver(redelivered=False)
+        self.assertFalse(self.select.called)
+        self.assertFalse(self.build.called)

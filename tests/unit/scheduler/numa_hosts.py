@@ -6,7 +6,7 @@ from oslo_utils.fixture import uuidsentinel as uuids
 
 from minisched.conf import filter_scheduler as fs_conf
 from minisched.scheduler import filter_scheduler
-from minisched.scheduler import host_manager
+from minisched.scheduler import host_refresh
 from tests.unit import fakes
 
 #: ``[pci] alias`` of the requests built here: ``nic`` devices, and ``nic-near`` ones whose
@@ -54,7 +54,7 @@ def scheduler(conf, rows, pipeline=filter_scheduler.RowPipeline):
         state = hm.host_state_cls(row['host'], row['hypervisor_hostname'], uuids.cell1,
                                   table=hm.table)
         state.last_record = row
-        state.update(compute=host_manager.NodeRecord(row, conf),
+        state.update(compute=host_refresh.NodeRecord(row, conf),
                      service=fakes.fake_service(host=row['host']))
         hm.host_state_map[(row['host'], row['hypervisor_hostname'])] = state
         hm._states_by_host[row['host']].append(state)

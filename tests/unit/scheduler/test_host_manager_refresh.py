@@ -15,6 +15,7 @@ from minisched.db import migration
 from minisched.db import utils as db_utils
 from minisched.db.main import api as db
 from minisched.scheduler import host_manager
+from minisched.scheduler import host_refresh
 from tests.unit import base
 from tests.unit import fakes
 
@@ -110,7 +111,7 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         self._add_host('h2')
         hm = self._manager()
         for sync in hm._cell_sync.values():
-            sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1  # a full read is due
+            sync['full_at'] -= host_refresh.FULL_RESYNC_SECONDS + 1  # a full read is due
         self.assertEqual([], self._refresh(hm))
         self.assertEqual({('h1', 'h1'), ('h2', 'h2')}, set(hm.host_state_map))
         self.assertEqual([], self._refresh(hm))  # and it counts as done
@@ -127,7 +128,7 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         self._refresh(hm)
         self.assertEqual(4096, hm.host_state_map[('h1', 'h1')].free_ram_mb)
         for sync in hm._cell_sync.values():
-            sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1  # the check is due
+            sync['full_at'] -= host_refresh.FULL_RESYNC_SECONDS + 1  # the check is due
         statements = self._refresh(hm)
         self.assertEqual(1024, hm.host_state_map[('h1', 'h1')].free_ram_mb)
         self.assertEqual({('h1', 'h1'), ('h2', 'h2')}, set(hm.host_state_map))
@@ -151,7 +152,7 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         self._refresh(hm)
         self.assertIn(('h2', 'h2'), hm.host_state_map)
         for sync in hm._cell_sync.values():
-            sync['full_at'] -= host_manager.FULL_RESYNC_SECONDS + 1
+            sync['full_at'] -= host_refresh.FULL_RESYNC_SECONDS + 1
         self._refresh(hm)
         self.assertEqual({('h1', 'h1')}, set(hm.host_state_map))
 
@@ -183,7 +184,7 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
         api_db.host_mapping_create(self.ctxt, 'h1', cell['id'])
         hm = self._manager()
         self.assertEqual(['h1'], _schedulable(hm))
-        with mock.patch.object(host_manager, 'MAPPINGS_SECONDS', 3600):  # never due here
+        with mock.patch.object(host_refresh, 'MAPPINGS_SECONDS', 3600):  # never due here
             # A commit to the API database (an instance built would make one): every host
             # held is mapped, so nothing the read could find would change what is schedulable.
             api_db.host_mapping_create(self.ctxt, 'not-held-yet', cell['id'])
@@ -204,7 +205,7 @@ class TestRefreshSkipsOnlyUnchangedDatabases(_RefreshTestCase):
             self._add_host('not-held-yet')
             self._refresh(hm)
             self.assertEqual(['h1', 'h2', 'not-held-yet'], _schedulable(hm))
-        hm._host_cells_read_at -= host_manager.MAPPINGS_SECONDS  # due again
+        hm._host_cells_read_at -= host_refresh.MAPPINGS_SECONDS  # due again
         api_db.host_mapping_create(self.ctxt, 'h3', cell['id'])
         self.assertTrue(_read_mappings(self._refresh(hm)))
 
@@ -241,12 +242,12 @@ class TestLateCommits(_RefreshTestCase):
 
     def _look_back_due(self):
         for sync in self.hm._cell_sync.values():
-            sync['lookback_at'] -= host_manager.LOOKBACK_SECONDS
+            sync['lookback_at'] -= host_refresh.LOOKBACK_SECONDS
 
     def test_a_late_commit_within_quick_skew_is_seen_by_the_next_request(self):
         self._report('h2', 2048, self.start)
         self._refresh(self.hm)
-        late = self.start - host_manager.QUICK_SKEW + datetime.timedelta(milliseconds=100)
+        late = self.start - host_refresh.QUICK_SKEW + datetime.timedelta(milliseconds=100)
         self._report('h1', 1024, late)
         self._refresh(self.hm)
         self.assertEqual((1024, 2048), (self._free('h1'), self._free('h2')))
@@ -254,7 +255,7 @@ class TestLateCommits(_RefreshTestCase):
     def test_a_later_commit_is_seen_by_the_next_look_back(self):
         self._report('h2', 2048, self.start)
         self._refresh(self.hm)
-        late = self.start - host_manager.SKEW + datetime.timedelta(milliseconds=100)
+        late = self.start - host_refresh.SKEW + datetime.timedelta(milliseconds=100)
         self._report('h1', 1024, late)
         self._refresh(self.hm)  # a quick read: its window ends QUICK_SKEW before h2's report
         self.assertEqual(4096, self._free('h1'))
@@ -270,7 +271,7 @@ class TestLateCommits(_RefreshTestCase):
         self._refresh(self.hm)  # a look-back: its newest timestamp is h2's report
         self._report('h2', 1536, self.start + datetime.timedelta(seconds=3))
         self._refresh(self.hm)  # a quick read: the newest timestamp moves 3 s on
-        late = self.start - host_manager.SKEW + datetime.timedelta(milliseconds=100)
+        late = self.start - host_refresh.SKEW + datetime.timedelta(milliseconds=100)
         self._report('h1', 1024, late)
         self._look_back_due()
         self._refresh(self.hm)

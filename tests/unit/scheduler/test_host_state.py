@@ -6,7 +6,7 @@ from oslo_utils import timeutils
 
 from minisched import objects
 from minisched.pci import stats as pci_stats
-from minisched.scheduler import host_manager
+from minisched.scheduler import host_refresh
 from minisched.scheduler import host_state
 from minisched.scheduler import ironic_host_manager
 from tests.unit import base
@@ -35,7 +35,7 @@ class TestUpdateFromComputeNode(base.TestCase):
 
     def _state(self, **kw):
         state = host_state.HostState('host1', 'node1', base.uuids.cell)
-        state.update(compute=host_manager.NodeRecord(_node(**kw), self.conf))
+        state.update(compute=host_refresh.NodeRecord(_node(**kw), self.conf))
         return state
 
     def test_copies_resources_and_stats(self):
@@ -109,11 +109,11 @@ class TestUpdateFromComputeNode(base.TestCase):
         state = self._state()
         state.consume_from_request(fakes.fake_spec(memory_mb=1024, vcpus=1, root_gb=10))
         old = _node(updated_at=timeutils.utcnow() - datetime.timedelta(seconds=30))
-        state.update(compute=host_manager.NodeRecord(old, self.conf))
+        state.update(compute=host_refresh.NodeRecord(old, self.conf))
         self.assertEqual(5632 - 1024, state.free_ram_mb)
         newer = _node(updated_at=timeutils.utcnow() + datetime.timedelta(seconds=30),
                       free_ram_mb=4000)
-        state.update(compute=host_manager.NodeRecord(newer, self.conf))
+        state.update(compute=host_refresh.NodeRecord(newer, self.conf))
         self.assertEqual(4000, state.free_ram_mb)
 
 
@@ -153,7 +153,7 @@ class TestNUMAAndPCI(base.TestCase):
         pools = fakes.fake_pci_stats(self.topology, ('8086', '1520', 0, 2),
                                      ('8086', '1520', 1, 1)).to_device_pools_obj()
         self.state = host_state.HostState('host1', 'node1', base.uuids.cell)
-        self.state.update(compute=host_manager.NodeRecord(_node(
+        self.state.update(compute=host_refresh.NodeRecord(_node(
             numa_topology=self.topology._to_json(),
             pci_stats=jsonutils.dumps(pools.obj_to_primitive())), self.conf))
 
