@@ -12,7 +12,7 @@ oslo.versionedobjects' DateTime field carries whole seconds on the wire (as in N
 shorter than a second could show as finished before it was asked for.
 
 Unless ``trace`` is off, every process of the bench (services and client) runs with
-``MINISCHED_TRACE_DIR`` (:mod:`minisched.trace`) and :func:`trace_report` turns what they
+``MINISCHED_TRACE_DIR`` (:mod:`minisched.messaging.trace`) and :func:`trace_report` turns what they
 recorded during the boot phase (between a snapshot taken when the client is ready and one
 taken when it is done) into costs per build: each ``create`` is a trace task named
 :data:`BUILD_CAUSE`, the cause of everything it sets off; what other causes set off (state
@@ -31,8 +31,8 @@ from benchmarks import cluster
 from benchmarks import common
 from benchmarks import databases
 from benchmarks import wire
-from minisched import trace
-from minisched import trace_files
+from minisched.messaging import trace
+from minisched.messaging import trace_files
 
 #: (vcpus, memory_mb, local_gb) of the fake computes, cycled.
 COMPUTE_SIZES = ((16, 32768, 400), (32, 65536, 800), (8, 16384, 200), (64, 131072, 1600))

@@ -87,13 +87,13 @@ def vhost(suffix=''):
 
 @contextlib.contextmanager
 def private_broker():
-    """A RabbitMQ node of the bench's own on loopback (``minisched.rabbit_node``: a name,
-    ports and directory of its own; killed by its watchdog if the bench dies), for a bench
+    """A RabbitMQ node of the bench's own on loopback (``minisched.localcluster.rabbit_node``: a
+    name, ports and directory of its own; killed by its watchdog if the bench dies), for a bench
     that needs more connections than the machine's broker allows (its file descriptor limit
     is that of the shell that started it: 1,024 here, ~830 sockets). The node inherits this
     process's limit. Yields the transport URL (guest on loopback, vhost ``/``); Unavailable
     when RabbitMQ is not installed or the node does not start."""
-    from minisched import rabbit_node
+    from minisched.localcluster import rabbit_node
     directory = tempfile.mkdtemp(prefix='minisched-bench-broker-')
     node = rabbit_node.Node(directory, name='bench%d' % os.getpid())
     node.watchdog_paths = (directory,)

@@ -85,7 +85,7 @@ def measure(bench, count=CALLS):
     """``{'call': {...}, 'cast': {...}}``: CPU seconds per message of the client, the echo
     server and the broker, and their total, measured on ``bench`` (a
     :class:`benchmarks.cluster.Cluster` whose echo server this starts and stops)."""
-    from minisched import trace
+    from minisched.messaging import trace
     traced = bench.env.pop(trace.ENV_VAR, None)  # the echo server is no part of the build
     try:
         bench.start('echo', 'benchmarks.echo_server', ready='bench echo server ready')

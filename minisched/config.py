@@ -9,7 +9,7 @@ from oslo_log import log as logging
 from minisched import conf as ms_conf
 from minisched import exception
 from minisched import rpc
-from minisched import rpc_incoming
+from minisched.messaging import incoming
 from minisched import version
 
 CONF = ms_conf.CONF
@@ -55,7 +55,7 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     if init_rpc:
         try:
             rpc.init(CONF)
-        except (rpc.TransportURLError, rpc_incoming.PrivateHookMissing) as exc:
+        except (rpc.TransportURLError, incoming.PrivateHookMissing) as exc:
             fail(prog, str(exc))
     check_values(CONF, prog)
     for problem in tls_file_problems(CONF):
@@ -128,7 +128,7 @@ def tls_file_problems(conf):
         rabbit = conf.oslo_messaging_rabbit
         if not rabbit.ssl:
             return []
-        paths = {name: rabbit[name] for name in rpc_incoming.TLS_FILE_OPTIONS}
+        paths = {name: rabbit[name] for name in incoming.TLS_FILE_OPTIONS}
     except (cfg.NoSuchOptError, AttributeError):
         return []
     problems = []

@@ -1,7 +1,7 @@
 """The RPC layer: one transport per process, clients and servers carrying context and objects.
 
 What a service does with the messages that arrive (size, decoding, shape, call-monitor
-heartbeats) is :mod:`minisched.rpc_incoming`'s; servers made here dispatch through it.
+heartbeats) is :mod:`minisched.messaging.incoming`'s; servers made here dispatch through it.
 """
 import functools
 import logging
@@ -18,9 +18,10 @@ from oslo_serialization import jsonutils
 
 from minisched import context as ms_context
 from minisched.objects import base as obj_base
-from minisched import rpc_admission
-from minisched import rpc_incoming
-from minisched import trace
+from minisched.messaging import admission as rpc_admission
+from minisched.messaging import incoming
+from minisched.messaging import monitored_dispatcher
+from minisched.messaging import trace
 
 LOG = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def init(conf, url=None):
         raise
     _CONF, TRANSPORT, NOTIFICATION_TRANSPORT = conf, transport, notification_transport
     _URL = url or conf.transport_url  # registered by get_rpc_transport
-    rpc_incoming.configure(conf)
+    incoming.configure(conf)
     serializer = RequestContextSerializer(JsonPayloadSerializer())
     if not conf.oslo_messaging_notifications.driver:
         NOTIFIER = messaging.Notifier(NOTIFICATION_TRANSPORT, serializer=serializer,
@@ -239,7 +240,7 @@ class _CallContext:
 
     def _call(self, ctxt, method, kwargs, sent):
         """The call, run by a thread of CALL_THREADS (which works for ``sent`` meanwhile,
-        when tracing: see :func:`minisched.trace.adopted`)."""
+        when tracing: see :func:`minisched.messaging.trace.adopted`)."""
         outcome = []
         done = threading.Event()
         timeout = self._context.timeout or self._context.conf.rpc_response_timeout
@@ -431,19 +432,21 @@ def get_cell_server(url, target, endpoints):
 def get_server(target, endpoints, serializer=None, admission=None):
     """The RPC server of ``target``; ``admission``, ``(admitted, limit)``: run at most
     ``limit`` messages of the ``admitted`` ``(namespace, method)`` pairs at once, the
-    others first (:class:`minisched.rpc_admission.AdmittingRPCServer`)."""
+    others first (:class:`minisched.messaging.admission.AdmittingRPCServer`)."""
     assert TRANSPORT is not None, 'rpc.init() was not called'
     return _rpc_server(TRANSPORT, target, endpoints, serializer or get_serializer(),
                        admission)
 
 
 def _rpc_server(transport, target, endpoints, serializer, admission=None):
-    """oslo.messaging's RPCServer with :class:`MonitoredDispatcher`: call-monitor heartbeats
-    from one thread per process, and malformed messages refused with one rate-limited line.
+    """oslo.messaging's RPCServer with
+    :class:`~minisched.messaging.monitored_dispatcher.MonitoredDispatcher`: call-monitor
+    heartbeats from one thread per process, and malformed messages refused with one
+    rate-limited line.
 
     The serializer is a client-side one (``server_side`` False): an argument that does not
     load raises its error, which the dispatcher reports and answers."""
-    rpc_dispatcher = rpc_incoming.MonitoredDispatcher(
+    rpc_dispatcher = monitored_dispatcher.MonitoredDispatcher(
         endpoints, serializer, dispatcher.DefaultRPCAccessPolicy, topic=target.topic)
     if admission:
         admitted, limit = admission

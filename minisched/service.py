@@ -19,7 +19,7 @@ from minisched.objects import service as service_obj
 from minisched import rpc
 from minisched import servicegroup
 from minisched import thread_pool
-from minisched import trace
+from minisched.messaging import trace
 from minisched import version
 
 LOG = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ import futurist
 from oslo_context import context as common_context
 
 from minisched import monkey_patch
-from minisched import trace
+from minisched.messaging import trace
 
 LOG = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from minisched import monkey_patch
 # minisched-manage processes the tests start, which is how the suite runs them on eventlet.
 monkey_patch.embed()
 
-# minisched's rate-limited RPC reports (rpc_incoming.LogLimiter) count repeats and flush the
+# minisched's rate-limited RPC reports (incoming_log.LogLimiter) count repeats and flush the
 # count from a timer up to a minute later, when the test that caused them may be long over.
 # With no handler anywhere, logging's last resort would print that line into the middle of
 # the test run's output; tests that look at logs attach their own handlers (caplog,

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from minisched import localcluster
-from minisched import localcluster_broker as broker
+from minisched.localcluster import broker
 
 DEFAULT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
 #: The broker a cluster makes its vhost on when no --transport-url is given.

@@ -3,8 +3,8 @@
 ``minisched-manage rpc tap [--topic T ...] [--json] [--count N] [--timeout S]`` prints each
 RPC message of the deployment's control exchange as it passes (calls, casts, fanout casts,
 and the replies to the calls with their round-trip time), one line each, without taking part:
-the tap reads copies through a queue of its own (see ``minisched.tap``). Reply times need the
-RabbitMQ firehose on the vhost (``rabbitmqctl trace_on -p <vhost>``), because oslo.messaging
+the tap reads copies through a queue of its own (see ``minisched.messaging.tap``). Reply times need
+the RabbitMQ firehose on the vhost (``rabbitmqctl trace_on -p <vhost>``), because oslo.messaging
 publishes replies to the default exchange, which cannot be bound.
 """
 import argparse
@@ -15,7 +15,8 @@ import sys
 import oslo_messaging
 
 from minisched import config
-from minisched import tap as tap_lib
+from minisched.messaging import tap as tap_lib
+from minisched.messaging import tap_events
 
 CONF = config.CONF
 
@@ -65,7 +66,7 @@ class RpcCommands:
         # lost connection as an error; the tap reports both itself.
         logging.getLogger('pika').setLevel(logging.CRITICAL)
         wanted = [t.strip() for value in (topics or []) for t in value.split(',') if t.strip()]
-        formatter = tap_lib.format_json if json else tap_lib.format_text
+        formatter = tap_events.format_json if json else tap_events.format_text
         tap = tap_lib.Tap(url, exchange, wanted or None, note=_note)
 
         def emit(event):
@@ -83,11 +84,11 @@ class RpcCommands:
             return 1
         _note('tapping exchange %s at %s for %s (queue %s)'
               % (exchange, tap_lib.describe_url(url), ', '.join(tap.topics), tap.queue))
-        missing = [b for b in tap.missing() if b[0] != tap_lib.TRACE_EXCHANGE]
+        missing = [b for b in tap.missing() if b[0] != tap_events.TRACE_EXCHANGE]
         if missing:
             _note('not there yet (retried every %ss): %s'
                   % (tap.retry_interval, ', '.join('%s(%s)' % b for b in missing)))
-        if (tap_lib.TRACE_EXCHANGE, tap_lib.TRACE_DEFAULT_EXCHANGE_KEY) in tap.bound:
+        if (tap_events.TRACE_EXCHANGE, tap_events.TRACE_DEFAULT_EXCHANGE_KEY) in tap.bound:
             _note('replies travel through the default exchange: reply times show only while '
                   'the firehose is on (rabbitmqctl trace_on -p %s)'
                   % tap_lib.connection_parameters(url)[0].virtual_host)

@@ -7,7 +7,7 @@ goes to ERROR. A BuildAbortException or anything unexpected ends in ERROR, never
 
 Every write of a build (the instance, its fault, its action events, the claim) is retried while
 the message bus is away (no answer, or oslo.messaging gave up reconnecting: see
-``minisched.bus_errors``) or the conductor answers that the database is unavailable
+``minisched.messaging.bus_errors``) or the conductor answers that the database is unavailable
 (DBTransientError),
 with backoff, for up to ``[DEFAULT] long_rpc_timeout`` each: a build caught in an outage of
 the message bus or the database ends ACTIVE or ERROR once it is over. A build whose writes
@@ -23,12 +23,12 @@ import traceback
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
-from minisched import bus_errors
+from minisched.messaging import bus_errors
 from minisched import exception
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action
 from minisched.objects import instance_fault
-from minisched import retrying
+from minisched import utils
 
 LOG = logging.getLogger(__name__)
 
@@ -272,10 +272,10 @@ class Builder:
         unavailable (DBTransientError).
 
         A build must end ACTIVE or ERROR in the database; while the broker, the conductor or
-        the database is away the build waits (backing off: ``minisched.retrying``) instead of
+        the database is away the build waits (backing off: ``minisched.utils``) instead of
         leaving the instance BUILDING. Gives up after ``[DEFAULT] long_rpc_timeout``.
         """
-        return retrying.until_done(
+        return utils.until_done(
             call, lambda exc: isinstance(exc, RETRIED), self.manager.conf.long_rpc_timeout,
             lambda exc, delay: '%s (%s); trying again in %d s.' % (unanswered_reason(exc),
                                                                    what, delay), log=LOG)

@@ -20,7 +20,7 @@ import traceback
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
-from minisched import bus_errors
+from minisched.messaging import bus_errors
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.compute import validation
 from minisched import context as ms_context
@@ -34,7 +34,7 @@ from minisched.objects import instance_fault
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched import rpc
-from minisched import rpc_admission
+from minisched.messaging import admission as rpc_admission
 from minisched.scheduler.client import query
 from minisched.scheduler import utils as scheduler_utils
 

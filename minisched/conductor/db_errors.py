@@ -36,7 +36,7 @@ from sqlalchemy import exc as sa_exc
 from minisched.conductor import compute_task
 from minisched import exception
 from minisched.objects import base as objects_base
-from minisched import retrying
+from minisched import utils
 
 LOG = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class ComputeTaskManager(compute_task.ComputeTaskManager):
     """The ``compute_task`` endpoint, running a build task again after a transient error.
 
     A cast is acknowledged once its handler has run (on receipt without the admission,
-    ``minisched.rpc_admission``), failed or not: a handler that fails would lose its build
+    ``minisched.messaging.admission``), failed or not: a handler that fails would lose its build
     request (the instance would never be created, or never built). The handlers are idempotent,
     since RabbitMQ may deliver a message twice (build requests already taken are skipped,
     instances are created once, the cell mapping is taken conditionally), so running one
@@ -178,7 +178,7 @@ class ComputeTaskManager(compute_task.ComputeTaskManager):
                 _SERIALIZER.deserialize_entity(context, pristine)
             runs.append(1)
             return handler(context, *run_args, **run_kwargs)
-        return retrying.until_done(
+        return utils.until_done(
             run, is_transient, self.conf.long_rpc_timeout,
             lambda exc, delay: 'Database unavailable while building %s (%s); running the '
                                'task again in %d s.' % (', '.join(uuids), reason(exc), delay),

@@ -15,7 +15,7 @@ Decisions (``[conductor] stuck_build_timeout_seconds`` is the bound, see its hel
   could hear it), the bound is ``DEAD_OWNER_DOWN_TIMES`` times the down time
   (5 minutes by default) if that is shorter. A compute that comes back finds its build
   ended and stands down. A build request a killed conductor held is not lost meanwhile:
-  RabbitMQ delivers its message again (``minisched.rpc_admission``).
+  RabbitMQ delivers its message again (``minisched.messaging.admission``).
 * It goes to ERROR with a conditional UPDATE (the vm_state and task_state it was read with):
   with several conductors, or a compute that comes back at that moment, one writer wins and
   only the winner records anything. Host, node, launched_on and availability zone are cleared
@@ -44,7 +44,7 @@ from oslo_utils import timeutils
 
 from minisched import context as ms_context
 from minisched import exception
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import instance as instance_obj

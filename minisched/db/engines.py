@@ -26,8 +26,9 @@ import traceback
 
 from minisched.conf import database as db_conf
 from minisched import exception
-from minisched import lazy
-from minisched import trace
+from minisched.db import lazy
+from minisched.messaging import trace
+from minisched.messaging import trace_db
 
 # On first use: a compute calls configure() and block_db_access() and never makes an engine.
 oslo_engines = lazy.module('oslo_db.sqlalchemy.engines')
@@ -160,7 +161,7 @@ def engine_for_url(url, database=MAIN):
                 _pool_sqlite_file(engine)
                 _harden_sqlite(engine)
             if trace.ENABLED:
-                trace.watch_engine(engine)
+                trace_db.watch_engine(engine)
             cached = _engines[url] = (engine, os.getpid())
     return cached[0]
 

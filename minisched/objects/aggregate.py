@@ -2,7 +2,7 @@
 from oslo_utils import uuidutils
 
 from minisched import exception
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import fields
 

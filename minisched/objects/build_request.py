@@ -1,7 +1,7 @@
 """Build requests: an instance that is asked for but not yet in any cell (API database)."""
 from oslo_serialization import jsonutils
 
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import fields
 

@@ -2,7 +2,7 @@
 import logging
 import urllib.parse
 
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import fields
 

@@ -5,7 +5,7 @@ from oslo_utils import versionutils
 
 from minisched import conf
 from minisched import exception
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import fields
 from minisched.objects import hv_spec

@@ -1,6 +1,6 @@
 """Flavors: the size of an instance (API database)."""
 from minisched import exception
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import fields
 

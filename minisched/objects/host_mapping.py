@@ -1,5 +1,5 @@
 """Host mappings: which cell holds a compute host's records (API database)."""
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import base, cell_mapping, fields
 
 api_db = lazy.module('minisched.db.api.api')

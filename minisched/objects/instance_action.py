@@ -4,8 +4,8 @@ import traceback
 
 from oslo_utils import timeutils
 
-from minisched import bus_errors
-from minisched import lazy
+from minisched.messaging import bus_errors
+from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import fields
 

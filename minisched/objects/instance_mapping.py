@@ -1,5 +1,5 @@
 """Instance mappings: which cell holds an instance (API database)."""
-from minisched import lazy
+from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import cell_mapping
 from minisched.objects import fields

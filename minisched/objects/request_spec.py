@@ -1,7 +1,7 @@
 """What a build asks of the scheduler: flavor, image, placement hints, group and retries."""
 from oslo_serialization import jsonutils
 
-from minisched import lazy
+from minisched.db import lazy
 from minisched import objects
 from minisched.objects import base
 from minisched.objects import compute_node as compute_node_obj

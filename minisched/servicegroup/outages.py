@@ -18,7 +18,7 @@ used again) must not hide a service that died since.
 This process's outages come from two sources:
 
 * its own state report (``drivers.db``): it failed for a reason that passes by itself
-  (``minisched.bus_errors``, a transient database error): from its last successful report
+  (``minisched.messaging.bus_errors``, a transient database error): from its last successful report
   to the next one. That is the database for the scheduler and the conductor (they write
   their record themselves), the message bus for a compute;
 * oslo.messaging's rabbit driver saying the broker is unreachable (or closed the

@@ -12,9 +12,9 @@ installed on this machine::
     broker.start_app()      # the recovery
     broker.close()          # node killed, temporary directory removed
 
-The node is a :class:`minisched.rabbit_node.Node` (what ``minisched-cluster --rabbit-nodes``
-uses too, through :class:`minisched.rabbit_node.Cluster`, which joins several); this module
-adds the temporary directory, the ``guest`` URL and the pytest fixture.
+The node is a :class:`minisched.localcluster.rabbit_node.Node` (what ``minisched-cluster
+--rabbit-nodes`` uses too, through :class:`minisched.localcluster.rabbit_node.Cluster`, which joins
+several); this module adds the temporary directory, the ``guest`` URL and the pytest fixture.
 
 What ``stop_app()`` / ``start_app()`` (``rabbitmqctl stop_app`` / ``start_app``) mean for
 clients: on ``stop_app`` every connection is closed by the broker (``CONNECTION_FORCED``) and
@@ -36,7 +36,7 @@ import tempfile
 
 import pytest
 
-from minisched import rabbit_node
+from minisched.localcluster import rabbit_node
 
 PACKAGE_SCRIPTS = rabbit_node.PACKAGE_SCRIPTS
 CTL_TIMEOUT = rabbit_node.CTL_TIMEOUT

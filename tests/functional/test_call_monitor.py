@@ -13,7 +13,7 @@ from oslo_config import cfg
 
 from minisched import context
 from minisched import rpc
-from minisched import rpc_incoming
+from minisched.messaging import call_monitor
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
 
@@ -39,7 +39,7 @@ def server_and_client(transport_url):
     server = rpc.get_server(messaging.Target(topic=topic, server='test'), [endpoint])
     server.start()
     beats = []
-    real_watch = rpc_incoming.CALL_MONITOR.watch
+    real_watch = call_monitor.CALL_MONITOR.watch
 
     def counting_watch(incoming):
         real_beat = incoming.heartbeat
@@ -49,12 +49,12 @@ def server_and_client(transport_url):
             real_beat()
         incoming.heartbeat = beat
         return real_watch(incoming)
-    rpc_incoming.CALL_MONITOR.watch = counting_watch
+    call_monitor.CALL_MONITOR.watch = counting_watch
     client = rpc.get_client(messaging.Target(topic=topic, version='1.0'))
     try:
         yield endpoint, client, beats
     finally:
-        rpc_incoming.CALL_MONITOR.watch = real_watch
+        call_monitor.CALL_MONITOR.watch = real_watch
         server.stop()
         server.wait()
         rpc.cleanup()

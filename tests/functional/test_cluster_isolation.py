@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import sqlalchemy as sa
 
-from minisched import localcluster_broker
+from minisched.localcluster import broker
 from tests.functional import base
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(420)]
@@ -47,7 +47,7 @@ def _vhosts():
 
 def test_two_demos_at_once_each_on_a_vhost_of_its_own(tmp_path, monkeypatch):
     base.check_rabbit(base.TRANSPORT_URL)
-    if localcluster_broker.rabbitmqctl_for(base.TRANSPORT_URL) is None:
+    if broker.rabbitmqctl_for(base.TRANSPORT_URL) is None:
         pytest.skip('minisched-cluster makes vhosts with a local rabbitmqctl only')
     monkeypatch.setenv('MINISCHED_TRANSPORT_URL', base.TRANSPORT_URL)
     sizes = {'a': (2, 3), 'b': (3, 4)}  # computes, instances

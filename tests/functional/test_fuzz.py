@@ -89,7 +89,7 @@ class Fuzz:
             # was raised here, in the client, and is a bug of the test.
             name = type(exc).__name__
             if not name.endswith('_Remote') and 'rpc/server.py' not in str(exc) and \
-                    'minisched/rpc_incoming.py' not in str(exc):
+                    'minisched/messaging/monitored_dispatcher.py' not in str(exc):
                 raise
             assert str(exc).strip(), (endpoint, name)
             outcome = name.replace('_Remote', '')

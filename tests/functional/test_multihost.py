@@ -41,7 +41,7 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from minisched import rabbit_cluster
+from minisched.localcluster import rabbit_cluster
 from tests.functional import base
 from tests.functional import build_helpers
 from tests.functional import db_fixtures

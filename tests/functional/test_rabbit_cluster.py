@@ -1,10 +1,10 @@
 """A 3-node RabbitMQ cluster with quorum queues loses a node under load: nothing accepted is
 lost or doubled, and every service carries on without a restart.
 
-The cluster is ``minisched.rabbit_cluster.Cluster`` (3 nodes of our own on loopback, joined
-with ``rabbitmqctl join_cluster``); the services get a transport URL naming the three nodes and
-Nova's recent RabbitMQ options: ``rabbit_quorum_queue`` (topic queues replicated on every
-node), ``rabbit_transient_quorum_queue`` (reply and fanout queues too) and
+The cluster is ``minisched.localcluster.rabbit_cluster.Cluster`` (3 nodes of our own on
+loopback, joined with ``rabbitmqctl join_cluster``); the services get a transport URL naming the
+three nodes and Nova's recent RabbitMQ options: ``rabbit_quorum_queue`` (topic queues
+replicated on every node), ``rabbit_transient_quorum_queue`` (reply and fanout queues too) and
 ``rabbit_stream_fanout`` (one stream per fanout topic; it needs a consumer prefetch). During a
 bounded stream of creates the node leading the ``conductor`` queue is killed (SIGKILL of its
 Erlang VM) and started again. Checked, in the terms of doc/source/admin/delivery.rst:
@@ -27,8 +27,8 @@ import pytest
 
 from minisched import exception
 from minisched import localcluster
-from minisched import rabbit_cluster
-from minisched import tap as tap_lib
+from minisched.localcluster import rabbit_cluster
+from minisched.messaging import tap as tap_lib
 from tests.functional import base
 from tests.functional import build_helpers
 from tests.functional import resilience

@@ -1,4 +1,4 @@
-"""minisched.rpc_admission.AdmittingRPCServer on RabbitMQ: the messages that start work run a
+"""minisched.messaging.admission.AdmittingRPCServer on RabbitMQ: the messages that start work run a
 few at a time, in arrival order, while the others are answered as they come; the ones it
 holds when it stops run before it has stopped, and the ones it held or ran when it was
 killed are delivered again (acknowledged only once they have run)."""
@@ -85,7 +85,7 @@ def _ctxt():
 
 
 def test_admitted_casts_run_two_at_a_time_in_order_and_calls_pass_them(transport_url, caplog):
-    caplog.set_level(logging.INFO, logger='minisched.rpc_admission')
+    caplog.set_level(logging.INFO, logger='minisched.messaging.admission')
     endpoint = Endpoint()
     with _server(transport_url, endpoint, limit=2) as server, _client(transport_url) as client:
         for n in range(6):

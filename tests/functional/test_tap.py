@@ -32,7 +32,9 @@ from oslo_config import cfg
 from oslo_messaging import conffixture
 from pika import exceptions as pika_exc
 
-from minisched import context, objects, rpc, tap
+from minisched import context, objects, rpc
+from minisched.messaging import tap
+from minisched.messaging import tap_events
 from minisched.objects import base as obj_base
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(240)]
@@ -320,7 +322,7 @@ def test_tap_times_replies_through_the_firehose(tmp_path, traced_url):
     assert (fanout['exchange'], fanout['method'], fanout['args']) == \
         ('%s_fanout' % name, 'refresh', {'host': SERVER})
     # The text form of a reply says which call it answers and how long it took.
-    line = tap.format_text(ping_reply)
+    line = tap_events.format_text(ping_reply)
     assert ' reply to %s in ' % ping['msg_id'][:8] in line and ' ms ok ' in line
 
 

@@ -363,7 +363,7 @@ class TestBuildTrace(base.TestCase):
         from minisched import context
         from minisched.db import engines
         from minisched import rpc
-        from minisched import trace
+        from minisched.messaging import trace
         with mock.patch.object(trace, 'WRITE_SECONDS', 0.05):
             trace.enable(directory, 'minisched-conductor')
             self.addCleanup(trace.disable)

@@ -1,4 +1,4 @@
-"""minisched.lazy: modules loaded on first use, and the compute's start-up that relies on it."""
+"""minisched.db.lazy: modules loaded on first use, and the compute's start-up that relies on it."""
 import subprocess
 import sys
 import textwrap
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from minisched import lazy
+from minisched.db import lazy
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from minisched import localcluster
-from minisched import localcluster_broker as broker
+from minisched.localcluster import broker
 from tests.unit import base
 
 cluster_cmd = base.import_without_eventlet('minisched.cmd.cluster')

@@ -1,5 +1,5 @@
-"""``minisched.rabbit_cluster`` without starting RabbitMQ: its URL, its nodes' files, the
-record a detached cluster leaves, and who ``stop_recorded`` may signal."""
+"""``minisched.localcluster.rabbit_cluster`` without starting RabbitMQ: its URL, its nodes' files,
+the record a detached cluster leaves, and who ``stop_recorded`` may signal."""
 import json
 import os
 import stat
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from minisched import rabbit_cluster
+from minisched.localcluster import rabbit_cluster
 
 
 def _mode(path):

@@ -1,12 +1,12 @@
-"""``minisched.rabbit_node`` without starting RabbitMQ: a lone node's files, the environment
-that keeps the machine's broker out, commands in a namespace."""
+"""``minisched.localcluster.rabbit_node`` without starting RabbitMQ: a lone node's files, the
+environment that keeps the machine's broker out, commands in a namespace."""
 import os
 import stat
 import subprocess
 
 import pytest
 
-from minisched import rabbit_node
+from minisched.localcluster import rabbit_node
 
 
 def _mode(path):

@@ -1,5 +1,5 @@
-"""minisched.rpc_incoming.MonitoredDispatcher: malformed messages refused up front with one
-line, others dispatched."""
+"""minisched.messaging.monitored_dispatcher.MonitoredDispatcher: malformed messages refused up
+front with one line, others dispatched."""
 import logging
 from unittest import mock
 
@@ -9,7 +9,8 @@ import pytest
 from minisched import exception
 from minisched import objects
 from minisched import rpc
-from minisched import rpc_incoming
+from minisched.messaging import incoming_log
+from minisched.messaging import monitored_dispatcher
 from tests.unit import base
 
 
@@ -44,27 +45,27 @@ class _Incoming:
 @pytest.mark.parametrize('depth,deeper', [(1, False), (99, False), (100, False),
                                           (101, True), (5000, True)])
 def test_nesting_depth_is_measured_without_recursion(depth, deeper):
-    assert rpc_incoming._nesting_deeper_than(_nested(depth), 100) is deeper
+    assert monitored_dispatcher._nesting_deeper_than(_nested(depth), 100) is deeper
 
 
 def test_scalars_are_no_level_and_each_container_one():
     for value in (None, 'x', 1, [], {}, ['x'], {'a': 1}):
-        assert not rpc_incoming._nesting_deeper_than(value, 1), value
+        assert not monitored_dispatcher._nesting_deeper_than(value, 1), value
     for value in ([[]], {'a': {}}, [{'a': 1}]):
-        assert not rpc_incoming._nesting_deeper_than(value, 2), value
-        assert rpc_incoming._nesting_deeper_than(value, 1), value
+        assert not monitored_dispatcher._nesting_deeper_than(value, 2), value
+        assert monitored_dispatcher._nesting_deeper_than(value, 1), value
 
 
 @pytest.fixture(autouse=True)
 def fresh_log_limiter(monkeypatch):
     """A rate limiter of this test's own: earlier tests' reports do not silence its lines."""
-    monkeypatch.setattr(rpc_incoming, 'INCOMING_LOG',
-                        rpc_incoming.LogLimiter(rpc_incoming.LOG, 60.0))
+    monkeypatch.setattr(incoming_log, 'INCOMING_LOG',
+                        incoming_log.LogLimiter(incoming_log.LOG, 60.0))
 
 
 def test_deep_arguments_are_refused_before_decoding(caplog):
     endpoint = _Endpoint()
-    dispatcher = rpc_incoming.MonitoredDispatcher([endpoint], None, None)
+    dispatcher = monitored_dispatcher.MonitoredDispatcher([endpoint], None, None)
     # {'value': <5000 levels>}: far past the interpreter's recursion limit when decoded.
     with caplog.at_level(logging.INFO, logger='minisched.rpc'):
         with pytest.raises(messaging.ExpectedException) as raised:
@@ -77,7 +78,7 @@ def test_deep_arguments_are_refused_before_decoding(caplog):
 
 def test_arguments_within_the_limit_are_dispatched():
     endpoint = _Endpoint()
-    dispatcher = rpc_incoming.MonitoredDispatcher([endpoint], None, None)
+    dispatcher = monitored_dispatcher.MonitoredDispatcher([endpoint], None, None)
     value = _nested(90)
     assert dispatcher.dispatch(_Incoming({'value': value})) == 'ok'
     assert endpoint.received == [value]
@@ -91,7 +92,8 @@ class _Hidden:
 
 
 def _dispatcher(*endpoints):
-    return rpc_incoming.MonitoredDispatcher(list(endpoints), None, messaging.DefaultRPCAccessPolicy)
+    return monitored_dispatcher.MonitoredDispatcher(list(endpoints), None,
+                                                    messaging.DefaultRPCAccessPolicy)
 
 
 def test_endpoint_choice_follows_namespace_and_version():
@@ -165,8 +167,9 @@ class _Typed:
 
 
 def _serializing_dispatcher(*endpoints):
-    return rpc_incoming.MonitoredDispatcher(list(endpoints), rpc.get_serializer(),
-                                   messaging.DefaultRPCAccessPolicy, topic='compute')
+    return monitored_dispatcher.MonitoredDispatcher(list(endpoints), rpc.get_serializer(),
+                                                    messaging.DefaultRPCAccessPolicy,
+                                                    topic='compute')
 
 
 def _message(method, reply_q=None, **args):
@@ -271,11 +274,11 @@ def test_a_context_that_does_not_load_is_refused():
 
 def test_endpoint_failures_log_one_traceback_per_kind_then_a_count(caplog):
     pending = []
-    limiter = rpc_incoming.LogLimiter(rpc_incoming.LOG, 60.0, start_timer=lambda delay, flush:
+    limiter = incoming_log.LogLimiter(incoming_log.LOG, 60.0, start_timer=lambda delay, flush:
                              pending.append(flush))
     dispatcher = _serializing_dispatcher(_Typed())
     with caplog.at_level(logging.DEBUG, logger='minisched.rpc'):
-        with mock.patch.object(rpc_incoming, 'INCOMING_LOG', limiter):
+        with mock.patch.object(incoming_log, 'INCOMING_LOG', limiter):
             for _ in range(4):
                 assert isinstance(_refusal(dispatcher, _message('broken')), KeyError)
             pending.pop()()  # the interval is over
@@ -297,4 +300,4 @@ def test_garbage_method_names_make_one_kind_and_short_lines(caplog):
     [unknown, not_a_name] = _warnings(caplog)
     assert len(unknown) < 300 and len(not_a_name) < 300
     assert "(method 'fuzz_0_xxx" in unknown and '(10009 characters)' in unknown
-    assert len(rpc_incoming.INCOMING_LOG._kinds) == 2
+    assert len(incoming_log.INCOMING_LOG._kinds) == 2

@@ -1,4 +1,4 @@
-"""minisched.rpc_incoming: the rate-limited log, the rabbit driver's size and decoding
+"""minisched.messaging.incoming: the rate-limited log, the rabbit driver's size and decoding
 checks, and TLS files named in the driver's connection errors."""
 import json
 import logging
@@ -11,7 +11,10 @@ from oslo_config import cfg
 from oslo_messaging._drivers import impl_rabbit
 
 from minisched import rpc
-from minisched import rpc_incoming
+from minisched.messaging import incoming as rpc_incoming
+from minisched.messaging import incoming_log
+from minisched.messaging import large_messages
+from minisched.messaging import monitored_dispatcher
 
 LOG = logging.getLogger('test.limiter')
 
@@ -29,7 +32,7 @@ def limiter():
     """A LogLimiter with a 60 s interval, a hand-moved clock and timers kept in ``timers``."""
     clock = _Clock()
     timers = []
-    made = rpc_incoming.LogLimiter(LOG, 60.0, clock=clock,
+    made = incoming_log.LogLimiter(LOG, 60.0, clock=clock,
                           start_timer=lambda delay, flush: timers.append((delay, flush)))
     made.clock, made.timers = clock, timers
     return made
@@ -72,7 +75,7 @@ def test_limiter_logs_in_full_again_after_a_quiet_interval(limiter, caplog):
 
 
 def test_limiter_keeps_a_bounded_number_of_kinds(limiter, monkeypatch):
-    monkeypatch.setattr(rpc_incoming.LogLimiter, 'MAX_KINDS', 3)
+    monkeypatch.setattr(incoming_log.LogLimiter, 'MAX_KINDS', 3)
     for key in range(10):
         limiter.log(key, logging.WARNING, 'x', 'line')
     assert len(limiter._kinds) <= 3
@@ -100,8 +103,8 @@ def consumer(monkeypatch):
     """A stand-in of impl_rabbit.Consumer for ``_checked_callback``: ``received`` is what
     oslo.messaging's listener would get."""
     rpc_incoming._guard_rabbit_consumers()
-    monkeypatch.setattr(rpc_incoming, 'INCOMING_LOG',
-                        rpc_incoming.LogLimiter(rpc_incoming.LOG, 60.0))
+    monkeypatch.setattr(incoming_log, 'INCOMING_LOG',
+                        incoming_log.LogLimiter(incoming_log.LOG, 60.0))
     monkeypatch.setitem(rpc_incoming._incoming, 'max_bytes', 1000)
     monkeypatch.setitem(rpc_incoming._incoming, 'max_mb', 0)
     received = []
@@ -181,9 +184,9 @@ def test_undecodable_bodies_are_acked_with_one_line_and_no_traceback(consumer, c
 
 def test_a_large_message_lets_go_of_its_body_once_decoded(consumer):
     consumer.queue_name = 'reply_0123'  # no limit
-    delivery = _delivery(_envelope({'args': {'blob': 'z' * rpc_incoming.LARGE_MESSAGE_BYTES}}))
+    delivery = _delivery(_envelope({'args': {'blob': 'z' * large_messages.LARGE_MESSAGE_BYTES}}))
     rpc_incoming._checked_callback(consumer, delivery)
-    assert consumer.received[0]['args']['blob'] == 'z' * rpc_incoming.LARGE_MESSAGE_BYTES
+    assert consumer.received[0]['args']['blob'] == 'z' * large_messages.LARGE_MESSAGE_BYTES
     assert delivery.body == b'' and delivery._decoded_cache is None
 
 
@@ -247,14 +250,14 @@ def test_replayed_messages_are_one_rate_limited_warning_without_traceback(consum
 
 def test_one_collection_then_a_trim_follow_large_messages_once_they_are_freed():
     timers, calls, now = [], [], [100.0]
-    collection = rpc_incoming._DeferredCollection(
+    collection = large_messages._DeferredCollection(
         start_timer=lambda delay, run: timers.append((delay, run)),
         collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'),
         clock=lambda: now[0])
     collection.schedule()
     collection.schedule()  # one pending: not a second
-    assert [delay for delay, _ in timers] == [rpc_incoming._DeferredCollection.DELAY]
-    now[0] += rpc_incoming._DeferredCollection.DELAY
+    assert [delay for delay, _ in timers] == [large_messages._DeferredCollection.DELAY]
+    now[0] += large_messages._DeferredCollection.DELAY
     timers.pop()[1]()
     assert calls == ['collect', 'trim']
     collection.schedule()
@@ -263,11 +266,11 @@ def test_one_collection_then_a_trim_follow_large_messages_once_they_are_freed():
 
 def test_a_collection_runs_a_delay_after_the_last_large_message_not_the_first():
     timers, calls, now = [], [], [100.0]
-    collection = rpc_incoming._DeferredCollection(
+    collection = large_messages._DeferredCollection(
         start_timer=lambda delay, run: timers.append((delay, run)),
         collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'),
         clock=lambda: now[0])
-    delay = rpc_incoming._DeferredCollection.DELAY
+    delay = large_messages._DeferredCollection.DELAY
     collection.schedule()
     now[0] += delay * 0.75
     collection.schedule()  # a second message while the first one's timer runs
@@ -281,7 +284,7 @@ def test_a_collection_runs_a_delay_after_the_last_large_message_not_the_first():
 
 
 def test_malloc_trim_is_glibcs_and_returns_its_answer():
-    trim = rpc_incoming._malloc_trim()
+    trim = large_messages._malloc_trim()
     # glibc here: 1 when memory was given back to the system, else 0; never None.
     assert trim() in (0, 1)
 
@@ -296,10 +299,10 @@ def test_a_large_message_is_cleared_after_dispatch_and_collected(monkeypatch):
             return len(blob)
 
     scheduled = []
-    monkeypatch.setattr(rpc_incoming, 'COLLECTION', types.SimpleNamespace(
+    monkeypatch.setattr(large_messages, 'COLLECTION', types.SimpleNamespace(
         schedule=lambda: scheduled.append(1)))
-    dispatcher = rpc_incoming.MonitoredDispatcher([Endpoint()], None, None, topic='t')
-    for size, cleared in ((rpc_incoming.LARGE_MESSAGE_BYTES, True), (100, False)):
+    dispatcher = monitored_dispatcher.MonitoredDispatcher([Endpoint()], None, None, topic='t')
+    for size, cleared in ((large_messages.LARGE_MESSAGE_BYTES, True), (100, False)):
         message = rpc_incoming._CheckedRabbitMessage.__new__(rpc_incoming._CheckedRabbitMessage)
         dict.__init__(message, method='take', args={'blob': 'x'}, version='1.0')
         message.size = size

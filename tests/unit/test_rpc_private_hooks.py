@@ -18,7 +18,7 @@ from oslo_messaging._drivers import impl_rabbit
 from oslo_messaging import server as messaging_server
 from oslo_messaging.rpc import server as rpc_server
 
-from minisched import rpc_incoming
+from minisched.messaging import incoming as rpc_incoming
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

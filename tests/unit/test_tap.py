@@ -1,4 +1,5 @@
-"""``minisched.tap`` without a broker: decoding envelopes, summaries, call/reply pairing, CLI."""
+"""The RPC tap without a broker (``minisched.messaging.tap_events``, and ``tap``'s URL handling
+and CLI): decoding envelopes, summaries, call/reply pairing, CLI."""
 import argparse
 import io
 import json
@@ -7,7 +8,9 @@ import zlib
 import pytest
 from oslo_config import cfg
 
-from minisched import context, objects, tap
+from minisched import context, objects
+from minisched.messaging import tap
+from minisched.messaging import tap_events
 from minisched.objects import base as obj_base
 from tests.unit import base
 
@@ -93,7 +96,7 @@ def reply(result=None, failure=None, ending=True, msg_id=MSG_ID):
 
 
 def decoder():
-    return tap.Decoder('minisched', tap.DEFAULT_TOPICS)
+    return tap_events.Decoder('minisched', tap_events.DEFAULT_TOPICS)
 
 
 # -- envelopes
@@ -101,37 +104,38 @@ def decoder():
 
 def test_decode_body_unwraps_the_2_0_envelope():
     body = envelope({'method': 'ping', 'args': {'arg': 1}, 'version': '1.0'})
-    assert tap.decode_body(body) == {'method': 'ping', 'args': {'arg': 1}, 'version': '1.0'}
+    assert tap_events.decode_body(body) == {'method': 'ping', 'args': {'arg': 1}, 'version': '1.0'}
 
 
 def test_decode_body_takes_a_dict_without_envelope_keys_as_the_message():
-    assert tap.decode_body(b'{"method": "ping", "args": {}}') == {'method': 'ping', 'args': {}}
+    assert tap_events.decode_body(b'{"method": "ping", "args": {}}') == {'method': 'ping',
+                                                                      'args': {}}
 
 
 def test_decode_body_rejects_other_envelope_versions_and_garbage():
-    with pytest.raises(tap.UndecodableMessage, match='envelope version 3.0'):
-        tap.decode_body(json.dumps({'oslo.version': '3.0', 'oslo.message': '{}'}))
-    with pytest.raises(tap.UndecodableMessage, match='envelope version 2.1'):
-        tap.decode_body(json.dumps({'oslo.version': '2.1', 'oslo.message': '{}'}))
+    with pytest.raises(tap_events.UndecodableMessage, match='envelope version 3.0'):
+        tap_events.decode_body(json.dumps({'oslo.version': '3.0', 'oslo.message': '{}'}))
+    with pytest.raises(tap_events.UndecodableMessage, match='envelope version 2.1'):
+        tap_events.decode_body(json.dumps({'oslo.version': '2.1', 'oslo.message': '{}'}))
     for body in (b'\xff\xfe', b'not json', b'[1, 2]',
                  json.dumps({'oslo.version': '2.0', 'oslo.message': '[1]'})):
-        with pytest.raises(tap.UndecodableMessage):
-            tap.decode_body(body)
+        with pytest.raises(tap_events.UndecodableMessage):
+            tap_events.decode_body(body)
 
 
 def test_decode_body_undoes_kombu_compression():
     body = zlib.compress(envelope({'method': 'ping', 'args': {}}))
-    message = tap.decode_body(body, {'compression': 'application/x-gzip'})
+    message = tap_events.decode_body(body, {'compression': 'application/x-gzip'})
     assert message['method'] == 'ping'
-    with pytest.raises(tap.UndecodableMessage, match='unknown compression'):
-        tap.decode_body(body, {'compression': 'application/x-snappy'})
+    with pytest.raises(tap_events.UndecodableMessage, match='unknown compression'):
+        tap_events.decode_body(body, {'compression': 'application/x-snappy'})
 
 
 # -- summaries
 
 
 def test_summarize_request_spec_shows_flavor_and_num_instances():
-    assert tap.summarize(request_spec_prim()) == \
+    assert tap_events.summarize(request_spec_prim()) == \
         'RequestSpec 1.11 flavor=512MB/1vcpu num_instances=1'
 
 
@@ -139,53 +143,53 @@ def test_summarize_object_with_changes():
     service = primitive('Service', '1.22', {'id': 3, 'host': 'cmp1',
                                             'binary': 'minisched-compute', 'report_count': 7},
                         changes=['report_count'])
-    assert tap.summarize(service) == \
+    assert tap_events.summarize(service) == \
         'Service 1.22 host=cmp1 binary=minisched-compute changes=[report_count]'
     many = primitive('Service', '1.22', {}, changes=['a', 'b', 'c', 'd', 'e', 'f'])
-    assert tap.summarize(many) == 'Service 1.22 changes=[a,b,c,d,+2]'
+    assert tap_events.summarize(many) == 'Service 1.22 changes=[a,b,c,d,+2]'
 
 
 def test_summarize_other_namespaces_and_unknown_objects():
     nova = primitive('Instance', '2.4', {'uuid': INSTANCE_UUID, 'host': 'cmp1'},
                      ns='nova_object')
-    assert tap.summarize(nova) == 'Instance 2.4 uuid=6f1c2b3a... host=cmp1'
+    assert tap_events.summarize(nova) == 'Instance 2.4 uuid=6f1c2b3a... host=cmp1'
     odd = primitive('Gadget', '1.0', {'name': 'x', 'size': 3})
-    assert tap.summarize(odd) == 'Gadget 1.0 name=x'
-    assert tap.summarize(flavor_prim()) == 'Flavor 1.2 name=m1.tiny size=512MB/1vcpu'
+    assert tap_events.summarize(odd) == 'Gadget 1.0 name=x'
+    assert tap_events.summarize(flavor_prim()) == 'Flavor 1.2 name=m1.tiny size=512MB/1vcpu'
 
 
 def test_summarize_lists_by_length_and_uniform_elements():
-    assert tap.summarize([]) == '[]'
-    assert tap.summarize([1, 2, 3]) == 'list(3)'
-    assert tap.summarize([[selection_prim('a'), selection_prim('b')]]) == \
+    assert tap_events.summarize([]) == '[]'
+    assert tap_events.summarize([1, 2, 3]) == 'list(3)'
+    assert tap_events.summarize([[selection_prim('a'), selection_prim('b')]]) == \
         'list(1 x list(2 x Selection 1.1))'
-    assert tap.summarize([selection_prim('a'), flavor_prim()]) == 'list(2)'
-    assert tap.summarize([{'a': 1}, {'b': 2}]) == 'list(2 x dict)'
+    assert tap_events.summarize([selection_prim('a'), flavor_prim()]) == 'list(2)'
+    assert tap_events.summarize([{'a': 1}, {'b': 2}]) == 'list(2 x dict)'
     object_list = primitive('ServiceList', '1.19', {'objects': [
         primitive('Service', '1.22', {'host': 'h%d' % i}) for i in range(3)]})
-    assert tap.summarize(object_list) == 'ServiceList 1.19 objects=list(3 x Service 1.22)'
+    assert tap_events.summarize(object_list) == 'ServiceList 1.19 objects=list(3 x Service 1.22)'
 
 
 def test_summarize_scalars_and_dicts():
-    assert tap.summarize('save') == 'save'
-    assert tap.summarize('') == "''"
-    assert tap.summarize(INSTANCE_UUID) == '6f1c2b3a...'
-    assert tap.summarize('x' * 40) == 'x' * 29 + '...'
-    assert tap.summarize('two\nlines') == 'two lines'
-    assert tap.summarize(None) == 'None'
-    assert tap.summarize(True) == 'True'
-    assert tap.summarize(2.5) == '2.5'
-    assert tap.summarize({}) == '{}'
-    assert tap.summarize({'a': 1, 'b': [1]}) == '{a,b}'
-    assert tap.summarize({str(i): i for i in range(9)}) == 'dict(9)'
+    assert tap_events.summarize('save') == 'save'
+    assert tap_events.summarize('') == "''"
+    assert tap_events.summarize(INSTANCE_UUID) == '6f1c2b3a...'
+    assert tap_events.summarize('x' * 40) == 'x' * 29 + '...'
+    assert tap_events.summarize('two\nlines') == 'two lines'
+    assert tap_events.summarize(None) == 'None'
+    assert tap_events.summarize(True) == 'True'
+    assert tap_events.summarize(2.5) == '2.5'
+    assert tap_events.summarize({}) == '{}'
+    assert tap_events.summarize({'a': 1, 'b': [1]}) == '{a,b}'
+    assert tap_events.summarize({str(i): i for i in range(9)}) == 'dict(9)'
 
 
 def test_split_routing_key():
-    assert tap.split_routing_key('compute', tap.DEFAULT_TOPICS) == ('compute', None)
-    assert tap.split_routing_key('compute.cmp1.example.org', tap.DEFAULT_TOPICS) == \
+    assert tap_events.split_routing_key('compute', tap_events.DEFAULT_TOPICS) == ('compute', None)
+    assert tap_events.split_routing_key('compute.cmp1.example.org', tap_events.DEFAULT_TOPICS) == \
         ('compute', 'cmp1.example.org')
-    assert tap.split_routing_key('my.topic.host1', ('my.topic',)) == ('my.topic', 'host1')
-    assert tap.split_routing_key('other.host1', ('#',)) == ('other', 'host1')
+    assert tap_events.split_routing_key('my.topic.host1', ('my.topic',)) == ('my.topic', 'host1')
+    assert tap_events.split_routing_key('other.host1', ('#',)) == ('other', 'host1')
 
 
 # -- events
@@ -231,7 +235,7 @@ def test_reply_with_failure():
                                  'message': 'No valid host was found. There are not '
                                             'enough hosts.'}
     assert answer['elapsed_ms'] == pytest.approx(500.0)
-    line = tap.format_text(answer)
+    line = tap_events.format_text(answer)
     assert 'reply to 0f1e2d3c in 500.0 ms failure NoValidHost: No valid host' in line
 
 
@@ -241,7 +245,7 @@ def test_call_monitor_heartbeat_keeps_the_call_pending():
     beat = dec.handle('', REPLY_Q, reply(ending=False), now=30.0)
     assert (beat['status'], beat['ending']) == ('heartbeat', False)
     assert MSG_ID in dec.pending
-    assert 'heartbeat' in tap.format_text(beat)
+    assert 'heartbeat' in tap_events.format_text(beat)
     final = dec.handle('', REPLY_Q, reply(result=[]), now=31.0)
     assert (final['status'], final['elapsed_ms']) == ('ok', 31000.0)
 
@@ -256,14 +260,15 @@ def test_firehose_copies():
     headers = {'exchange_name': '', 'routing_keys': [REPLY_Q],
                'properties': {'content_type': 'application/json'}, 'node': 'rabbit@h',
                'routed_queues': [REPLY_Q]}
-    answer = dec.handle(tap.TRACE_EXCHANGE, 'publish.', reply(result=None), headers, now=1.002)
+    answer = dec.handle(tap_events.TRACE_EXCHANGE, 'publish.', reply(result=None), headers,
+                        now=1.002)
     assert (answer['kind'], answer['exchange'], answer['routing_key']) == ('reply', '',
                                                                            REPLY_Q)
     assert answer['elapsed_ms'] == pytest.approx(2.0)
     # Other default-exchange traffic is none of the tap's business.
     other = envelope({'method': 'ping', 'args': {}})
-    assert dec.handle(tap.TRACE_EXCHANGE, 'publish.', other, headers) is None
-    assert dec.handle(tap.TRACE_EXCHANGE, 'publish.', b'garbage', headers) is None
+    assert dec.handle(tap_events.TRACE_EXCHANGE, 'publish.', other, headers) is None
+    assert dec.handle(tap_events.TRACE_EXCHANGE, 'publish.', b'garbage', headers) is None
 
 
 def test_cast_to_a_server_with_a_namespace():
@@ -277,7 +282,7 @@ def test_cast_to_a_server_with_a_namespace():
     assert (event['kind'], event['topic'], event['server']) == ('cast', 'compute',
                                                                 'cmp1.example.org')
     assert event['msg_id'] is None
-    line = tap.format_text(event)
+    line = tap_events.format_text(event)
     assert ' cast   minisched/compute.cmp1.example.org baseapi.object_action v3.0 ' \
            'objinst=Service 1.22 host=cmp1 changes=[report_count] objmethod=save ' \
            'args=[] kwargs={} [req-5b0e7c1a]' in line
@@ -293,7 +298,7 @@ def test_fanout_cast():
                                                                   'scheduler_fanout')
     assert event['args']['instance_info'] == 'InstanceList 2.4 objects=[]'
     assert ' fanout scheduler_fanout         update_instance_info v4.2 host_name=cmp1 ' \
-        in tap.format_text(event)
+        in tap_events.format_text(event)
 
 
 def test_notifications_and_undecodable_messages():
@@ -306,22 +311,22 @@ def test_notifications_and_undecodable_messages():
     assert (note['kind'], note['method'], note['publisher_id']) == (
         'notify', 'instance.create.end', 'minisched-compute:cmp1')
     assert 'instance.create.end from minisched-compute:cmp1 payload={a}' in \
-        tap.format_text(note)
+        tap_events.format_text(note)
     bad = dec.handle('minisched', 'compute', b'\x00garbage')
-    assert bad['kind'] == 'other' and 'undecodable' in tap.format_text(bad)
+    assert bad['kind'] == 'other' and 'undecodable' in tap_events.format_text(bad)
     no_method = dec.handle('minisched', 'compute', b'{"x": 1}')
     assert no_method['kind'] == 'other'
 
 
 def test_format_text_and_json_of_a_call():
     event = decoder().handle('minisched', 'scheduler', select_destinations_call())
-    line = tap.format_text(event)
+    line = tap_events.format_text(event)
     assert ' call   minisched/scheduler      select_destinations v4.5 ' \
            'spec_obj=RequestSpec 1.11 flavor=512MB/1vcpu num_instances=1 ' \
            'instance_uuids=list(1) return_objects=True return_alternates=True ' \
            '#0f1e2d3c [req-5b0e7c1a]' in line
     assert len(line.split(' ', 1)[0]) == len('12:34:56.789')
-    assert json.loads(tap.format_json(event)) == event
+    assert json.loads(tap_events.format_json(event)) == event
 
 
 def test_real_objects_through_the_minisched_serializer():
@@ -331,12 +336,12 @@ def test_real_objects_through_the_minisched_serializer():
     service = objects.Service(host='cmp1', binary='minisched-compute', report_count=3)
     service.obj_reset_changes()
     service.report_count = 4
-    assert tap.summarize(serializer.serialize_entity(ctxt, service)) == \
+    assert tap_events.summarize(serializer.serialize_entity(ctxt, service)) == \
         'Service 1.22 host=cmp1 binary=minisched-compute changes=[report_count]'
     flavor = objects.Flavor(memory_mb=2048, vcpus=2, name='m1.small')
     spec = objects.RequestSpec(flavor=flavor, num_instances=3)
     spec.obj_reset_changes(recursive=True)
-    text = tap.summarize(serializer.serialize_entity(ctxt, spec))
+    text = tap_events.summarize(serializer.serialize_entity(ctxt, spec))
     assert text == 'RequestSpec %s flavor=2048MB/2vcpu num_instances=3' % spec.VERSION
 
 
@@ -362,7 +367,7 @@ def test_tap_bindings():
         ('minisched', 'scheduler.#'), ('scheduler_fanout', 'scheduler'),
         ('minisched', 'conductor.#'), ('conductor_fanout', 'conductor'),
         ('minisched', 'compute.#'), ('compute_fanout', 'compute'),
-        (tap.TRACE_EXCHANGE, 'publish.')]
+        (tap_events.TRACE_EXCHANGE, 'publish.')]
     everything = tap.Tap('rabbit://', 'ex', ['#'], firehose=False)
     assert everything.wanted == [('ex', '#')]
     assert everything.queue.startswith('minisched-tap-')
@@ -406,11 +411,11 @@ class FakeTap:
 
     def __init__(self, url, exchange, topics=None, note=None, **kwargs):
         self.url, self.exchange = url, exchange
-        self.topics = tuple(topics or tap.DEFAULT_TOPICS)
+        self.topics = tuple(topics or tap_events.DEFAULT_TOPICS)
         self.queue = 'minisched-tap-fake'
         self.retry_interval = 2.0
         self.bound = set()
-        self.decoder = tap.Decoder(exchange, self.topics)
+        self.decoder = tap_events.Decoder(exchange, self.topics)
         FakeTap.instance = self
 
     def open(self):

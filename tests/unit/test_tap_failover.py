@@ -1,11 +1,11 @@
-"""``minisched.tap.Tap`` on a cluster URL: a lost node is replaced by another one, without a
-broker (pika's BlockingConnection is faked)."""
+"""``minisched.messaging.tap.Tap`` on a cluster URL: a lost node is replaced by another one,
+without a broker (pika's BlockingConnection is faked)."""
 import types
 
 import pytest
 from pika import exceptions as pika_exc
 
-from minisched import tap
+from minisched.messaging import tap
 
 
 class FakeChannel:

@@ -1,4 +1,5 @@
-"""minisched.trace: records per message, statement and task; files; aggregation; off is inert.
+"""minisched.messaging.trace: records per message, statement and task; files; aggregation; off
+is inert.
 
 RPC runs on oslo.messaging's in-memory ``fake://`` transport, the database is a SQLite file.
 """
@@ -17,8 +18,9 @@ import sqlalchemy as sa
 from minisched import context
 from minisched.db import engines
 from minisched import rpc
-from minisched import trace
-from minisched import trace_files
+from minisched.messaging import trace
+from minisched.messaging import trace_db
+from minisched.messaging import trace_files
 from tests.unit import base
 
 
@@ -275,7 +277,7 @@ class TestRecords(TraceTestCase):
                 ('UPDATE services SET report_count=? WHERE id=?', 'UPDATE services'),
                 ('DELETE FROM build_requests WHERE id = ?', 'DELETE build_requests'),
                 ('SELECT 1', 'SELECT'), ('SAVEPOINT sa_1', 'SAVEPOINT'), ('', '?')):
-            self.assertEqual(kind, trace.statement_kind(statement), statement)
+            self.assertEqual(kind, trace_db.statement_kind(statement), statement)
 
 
 class TestFiles(TraceTestCase):
@@ -325,7 +327,7 @@ class TestFiles(TraceTestCase):
         self.assertEqual(['parent'], [r['method'] for r in files[os.getpid()]['handled']])
 
     def test_the_environment_variable_turns_it_on_in_a_new_process(self):
-        script = ('from minisched import trace\n'
+        script = ('from minisched.messaging import trace\n'
                   'assert trace.ENABLED\n'
                   'with trace.task("t"):\n'
                   '    pass\n')
@@ -340,7 +342,7 @@ _GREEN_SCRIPT = """
 import eventlet
 eventlet.monkey_patch()
 import json, sys, time
-from minisched import trace
+from minisched.messaging import trace
 trace.enable(sys.argv[1], 'green')
 def burn(seconds):
     end = time.thread_time() + seconds

@@ -4,7 +4,7 @@ import logging
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
-from minisched import bus_errors
+from minisched.messaging import bus_errors
 from minisched import exception
 from minisched.servicegroup import outages as outages_mod
 

@@ -9,7 +9,7 @@ from minisched import exception
 from minisched import objects
 from minisched.objects import instance_action
 from minisched.objects import instance_fault
-from minisched import retrying
+from minisched import utils
 from tests.unit.conductor import test_db_errors
 from tests.unit import base
 from tests.unit import fakes
@@ -37,7 +37,7 @@ class BuildTestCase(sqlite_databases.SqliteDatabases, base.TestCase):
         self.manager.init_host()
         self.manager.update_available_resource(self.ctxt, startup=True)
         self.clock = test_db_errors.FakeClock()
-        patcher = mock.patch.object(retrying, 'time', self.clock)
+        patcher = mock.patch.object(utils, 'time', self.clock)
         patcher.start()
         self.addCleanup(patcher.stop)
         self.rctxt = ms_context.RequestContext(is_admin=True, request_id='req-build')

@@ -198,7 +198,7 @@ class _KilledConductorCase(ComputeTaskTestCase):
         mock.patch.object(compute_task, 'TAKE_OVER_AFTER_SECONDS', 0.5).start()
 
     def deliver(self, redelivered):
-        from minisched import rpc_admission
+        from minisched.messaging import admission as rpc_admission
         rpc_admission._running.redelivered = redelivered
         self.addCleanup(setattr, rpc_admission._running, 'redelivered', False)
         self.manager.schedule_and_build_instances(

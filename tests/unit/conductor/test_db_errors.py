@@ -16,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 from minisched.conductor import db_errors
 from minisched import exception
 from minisched import objects
-from minisched import retrying
+from minisched import utils
 from tests.unit import base
 
 
@@ -179,7 +179,7 @@ class TestComputeTaskRetry(base.TestCase):
         self.flags(long_rpc_timeout=60)
         self.manager = db_errors.ComputeTaskManager(self.conf, 'conductor1')
         self.clock = FakeClock()
-        patcher = mock.patch.object(retrying, 'time', self.clock)
+        patcher = mock.patch.object(utils, 'time', self.clock)
         patcher.start()
         self.addCleanup(patcher.stop)
 

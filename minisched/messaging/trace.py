@@ -2,7 +2,7 @@
 
 Off unless the environment variable ``MINISCHED_TRACE_DIR`` names a directory when this module
 is first imported (or :func:`enable` is called). Off, the call sites in :mod:`minisched.rpc`,
-:mod:`minisched.rpc_incoming`, :mod:`minisched.db.engines` and :mod:`minisched.service` test
+:mod:`minisched.messaging.incoming`, :mod:`minisched.db.engines` and :mod:`minisched.service` test
 :data:`ENABLED` and do nothing else; no hook is installed and no file written.
 
 On, every process records:
@@ -21,9 +21,10 @@ On, every process records:
   run when it was sent (a ``method`` of handled, or ``-``), *target* (``<topic>.[<namespace>.]
   <method>``, as above) and kind (``call``, ``cast``, ``fanout``): count, errors, latency (a
   call until its answer; a cast until it is handed to the broker).
-* **db**: statements run on the engines of :mod:`minisched.db.engines`, by cause, handler and
-  *statement* (``SELECT instances``, ``UPDATE compute_nodes``, ``INSERT ... [many]``): count,
-  errors, time from before to after the cursor's execute. Under eventlet psycopg2 waits for
+* **db**: statements run on the engines of :mod:`minisched.db.engines` (hooked by
+  :mod:`minisched.messaging.trace_db`), by cause, handler and *statement* (``SELECT
+  instances``, ``UPDATE compute_nodes``, ``INSERT ... [many]``): count, errors, time from
+  before to after the cursor's execute. Under eventlet psycopg2 waits for
   the server cooperatively (eventlet installs its wait callback), so that time includes the
   wait for a busy process to resume the green thread, not only the database's.
 * **transactions**: by cause and handler: begins, commits, rollbacks, time from begin to its
@@ -109,7 +110,11 @@ NONE = '-'
 
 #: Modules whose threads never inherit the record of the code that started them: they serve
 #: many handlings in turn (call threads, the call monitor, timers of the RPC layer).
-_NO_INHERIT = frozenset({'minisched.rpc', 'minisched.rpc_incoming', 'minisched.trace',
+_NO_INHERIT = frozenset({'minisched.rpc', 'minisched.messaging.incoming',
+                         'minisched.messaging.call_monitor', 'minisched.messaging.incoming_log',
+                         'minisched.messaging.large_messages',
+                         'minisched.messaging.monitored_dispatcher',
+                         'minisched.messaging.trace', 'minisched.messaging.trace_db',
                          'minisched.service'})
 
 _state = {'directory': None, 'service': None, 'pid': None, 'started': None,
@@ -518,105 +523,6 @@ def stamp(values):
     if sending is not None:
         values['trace_cause'] = sending.cause
         values['trace_kind'] = sending.kind
-
-
-# -- the database ----------------------------------------------------------------------------
-
-_VERB = re.compile(r'\s*(\w+)')
-_TABLES = {'SELECT': re.compile(r'\bFROM\s+"?(\w+)', re.IGNORECASE),
-           'DELETE': re.compile(r'\bFROM\s+"?(\w+)', re.IGNORECASE),
-           'INSERT': re.compile(r'\bINTO\s+"?(\w+)', re.IGNORECASE),
-           'UPDATE': re.compile(r'^\s*UPDATE\s+"?(\w+)', re.IGNORECASE)}
-_kinds = {}
-_MAX_KINDS = 4096
-
-
-def statement_kind(statement):
-    """``<VERB> <first table>`` of an SQL statement (``SELECT instances``), else its verb."""
-    kind = _kinds.get(statement)
-    if kind is None:
-        match = _VERB.match(statement)
-        verb = match.group(1).upper() if match else '?'
-        pattern = _TABLES.get(verb)
-        table = pattern.search(statement) if pattern else None
-        kind = '%s %s' % (verb, table.group(1).lower()) if table else verb
-        if len(_kinds) >= _MAX_KINDS:
-            _kinds.clear()
-        _kinds[statement] = kind
-    return kind
-
-
-def watch_engine(engine):
-    """Record the statements, transactions and pool checkouts of ``engine``."""
-    from sqlalchemy import event
-    for name, hook in (('before_cursor_execute', _before_execute),
-                       ('after_cursor_execute', _after_execute), ('handle_error', _db_error),
-                       ('begin', _begin), ('commit', _commit), ('rollback', _rollback),
-                       ('checkout', _checkout), ('connect', _connect)):
-        if not event.contains(engine, name, hook):
-            event.listen(engine, name, hook)
-
-
-# The hooks stay on a cached engine after disable(): each one checks ENABLED first.
-
-def _before_execute(conn, cursor, statement, parameters, context, executemany):
-    if ENABLED:
-        conn.info['trace_t0'] = time.perf_counter()
-
-
-def _after_execute(conn, cursor, statement, parameters, context, executemany):
-    started = conn.info.pop('trace_t0', None)
-    if started is None:
-        return
-    _ensure_writer()
-    kind = statement_kind(statement) + (' [many]' if executemany else '')
-    _record('db', _attribution() + (kind,)).add(time.perf_counter() - started)
-
-
-def _db_error(exception_context):
-    conn = exception_context.connection
-    started = conn.info.pop('trace_t0', None) if conn is not None else None
-    statement = exception_context.statement
-    if started is None or not statement:
-        return
-    record = _record('db', _attribution() + (statement_kind(statement),))
-    record.add(time.perf_counter() - started, failed=True)
-
-
-def _begin(conn):
-    if not ENABLED:
-        return
-    conn.info['trace_begin'] = time.perf_counter()
-    _ensure_writer()
-    _record('transactions', _attribution()).begins += 1
-
-
-def _end(conn, field):
-    if not ENABLED:
-        return
-    record = _record('transactions', _attribution())
-    setattr(record, field, getattr(record, field) + 1)
-    started = conn.info.pop('trace_begin', None)
-    if started is not None:
-        record.total += time.perf_counter() - started
-
-
-def _commit(conn):
-    _end(conn, 'commits')
-
-
-def _rollback(conn):
-    _end(conn, 'rollbacks')
-
-
-def _checkout(dbapi_connection, connection_record, connection_proxy):
-    if ENABLED:
-        _record('transactions', _attribution()).checkouts += 1
-
-
-def _connect(dbapi_connection, connection_record):
-    if ENABLED:
-        _record('transactions', _attribution()).connects += 1
 
 
 # -- files -----------------------------------------------------------------------------------

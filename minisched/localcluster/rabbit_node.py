@@ -5,7 +5,7 @@ directory, configuration and plugins file, and runs as the calling user from the
 scripts (``/usr/lib/rabbitmq/bin``; ``/usr/sbin/rabbitmq*`` switch to the ``rabbitmq`` user,
 whose home holds the machine broker's cookie). Alone (``tests/functional/private_broker.py``)
 a node uses the machine's epmd (Erlang's port mapper, ``4369``) and a cookie of its own;
-:mod:`minisched.rabbit_cluster` joins several, with an epmd and a cookie of theirs, on
+:mod:`minisched.localcluster.rabbit_cluster` joins several, with an epmd and a cookie of theirs, on
 loopback or inside a network namespace (``netns``: every command then runs under ``ip netns
 exec``).
 

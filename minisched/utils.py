@@ -1,8 +1,10 @@
-"""Work that must outlast an outage: run it again, backing off, until it is done or too late.
+"""Helpers shared by the services, as Nova keeps its own in ``nova/utils.py``.
 
-A build's writes (the compute's conductor calls) and the conductor's build tasks are run this
-way while the message bus, the conductor or the database is away: 1 s, then 2, 4, ... up to
-:data:`MAX_DELAY` s between two tries, until ``[DEFAULT] long_rpc_timeout`` has passed.
+Work that must outlast an outage (:func:`until_done`): run it again, backing off, until it
+is done or too late. A build's writes (the compute's conductor calls) and the conductor's
+build tasks are run this way while the message bus, the conductor or the database is away:
+1 s, then 2, 4, ... up to :data:`MAX_DELAY` s between two tries, until ``[DEFAULT]
+long_rpc_timeout`` has passed.
 """
 import logging
 import time

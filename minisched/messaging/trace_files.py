@@ -1,10 +1,10 @@
-"""Reading the trace files of :mod:`minisched.trace`: one process's figures, the change
+"""Reading the trace files of :mod:`minisched.messaging.trace`: one process's figures, the change
 between two readings, and the sum over processes (the build bench's report uses them)."""
 import json
 import math
 import os
 
-from minisched import trace
+from minisched.messaging import trace
 
 
 def read_dir(directory):

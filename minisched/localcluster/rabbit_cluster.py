@@ -1,4 +1,5 @@
-"""RabbitMQ clusters of our own: N nodes of :mod:`minisched.rabbit_node` joined into one.
+"""RabbitMQ clusters of our own: N nodes of :mod:`minisched.localcluster.rabbit_node` joined
+into one.
 
 A :class:`Cluster` starts an epmd of its own (on a private port, loopback only), its nodes
 at once with one Erlang cookie, and joins every node to the first with ``rabbitmqctl
@@ -27,8 +28,8 @@ import threading
 import time
 
 from minisched import exception
-from minisched import rabbit_node
-from minisched.rabbit_node import BrokerError, Node  # noqa: F401  (raised and built here)
+from minisched.localcluster import rabbit_node
+from minisched.localcluster.rabbit_node import BrokerError, Node  # noqa: F401  (raised and built here)
 
 LOG = logging.getLogger(__name__)
 LOG_TAIL_LINES = rabbit_node.LOG_TAIL_LINES

@@ -6,17 +6,18 @@ this one process on oslo.messaging's in-memory ``fake://`` transport. The databa
 embedded SQLite default under the state directory in both cases.
 
 With ``rabbit_nodes`` (``--rabbit-nodes 3``) the cluster brings its own RabbitMQ: that many
-nodes joined into one cluster under ``<state dir>/rabbit`` (``minisched.rabbit_cluster``), and
-every service gets a transport URL naming all of them with quorum queues on (the settings in
-:data:`QUORUM_OPTIONS`, those the README describes). ``down`` stops the nodes and removes
+nodes joined into one cluster under ``<state dir>/rabbit``
+(``minisched.localcluster.rabbit_cluster``), and every service gets a transport URL naming all
+of them with quorum queues on (the settings in :data:`QUORUM_OPTIONS`, those the README
+describes). ``down`` stops the nodes and removes
 their data.
 
 On a broker of the user's the cluster runs on a vhost of its own (``minisched-cluster`` makes
-it, see :mod:`minisched.localcluster_broker`, and records it in ``vhost.json`` for ``down``).
+it, see :mod:`minisched.localcluster.broker`, and records it in ``vhost.json`` for ``down``).
 The state directory keeps the config, databases, logs and those records between runs:
 ``purge`` removes it (only a directory holding such state) and ``write_env_file`` writes what
 to source for ``minisched-manage``; what the cluster reads from and writes to its databases
-is in :mod:`minisched.localcluster_records`.
+is in :mod:`minisched.localcluster.records`.
 
 The config holds the broker's password, so the state directory is made 0700 and every file
 written into it 0600, from their creation (``os.open`` with the mode: no moment when another
@@ -217,7 +218,7 @@ class LocalCluster:
             raise StateDirError('%s is not empty and holds no minisched-cluster state (no %s): '
                                 'not removing it; choose another --state-dir'
                                 % (self.state_dir, ' or '.join(STATE_MARKERS)))
-        from minisched import rabbit_cluster
+        from minisched.localcluster import rabbit_cluster
         rabbit_cluster.stop_recorded(self.rabbit_dir)
         self.delete_vhost()
         shutil.rmtree(self.state_dir)
@@ -249,7 +250,7 @@ class LocalCluster:
 
     def delete_vhost(self):
         """Delete the vhost this cluster made (if any); returns its name."""
-        from minisched import localcluster_broker as broker
+        from minisched.localcluster import broker
         record = self.recorded_vhost()
         if not record:
             return None
@@ -269,7 +270,7 @@ class LocalCluster:
         """Start ``rabbit_nodes`` RabbitMQ nodes joined into a cluster; the services' transport
         URL names them all. ``detach``: the nodes outlive this command (``down`` stops them);
         otherwise they die with it."""
-        from minisched import rabbit_cluster
+        from minisched.localcluster import rabbit_cluster
         if self.has_rabbit():
             raise RuntimeError('RabbitMQ nodes of an earlier cluster are recorded in %s: run '
                                '"minisched-cluster --state-dir %s down" first'
@@ -293,7 +294,7 @@ class LocalCluster:
     def stop_rabbit(self):
         """Stop this cluster's RabbitMQ nodes (started here or recorded by a detached ``up``)
         and remove their data; returns how many were running."""
-        from minisched import rabbit_cluster
+        from minisched.localcluster import rabbit_cluster
         if self.rabbit is not None:
             running = sum(1 for node in self.rabbit.nodes if node.pid)
             self.rabbit.close()
@@ -303,12 +304,12 @@ class LocalCluster:
 
     def has_rabbit(self):
         """True when RabbitMQ nodes of this cluster are recorded (running or not)."""
-        from minisched import rabbit_cluster
+        from minisched.localcluster import rabbit_cluster
         return bool(rabbit_cluster.recorded_status(self.rabbit_dir))
 
     def rabbit_status(self):
         """Lines describing the cluster's RabbitMQ nodes ([] when it has none)."""
-        from minisched import rabbit_cluster
+        from minisched.localcluster import rabbit_cluster
         nodes = rabbit_cluster.recorded_status(self.rabbit_dir)
         if not nodes:
             return []
@@ -374,20 +375,20 @@ class LocalCluster:
                     name, proc.returncode, os.path.join(self.state_dir, name + '.log')))
 
     def _up_services(self):
-        from minisched import localcluster_records
-        return {localcluster_records.service_name(svc)
-                for svc, is_up in localcluster_records.services() if is_up}
+        from minisched.localcluster import records
+        return {records.service_name(svc)
+                for svc, is_up in records.services() if is_up}
 
     def service_rows(self):
-        """See :func:`minisched.localcluster_records.service_rows` (with this cluster's
+        """See :func:`minisched.localcluster.records.service_rows` (with this cluster's
         recorded PIDs)."""
-        from minisched import localcluster_records
-        return localcluster_records.service_rows(self.saved_pids(), _alive)
+        from minisched.localcluster import records
+        return records.service_rows(self.saved_pids(), _alive)
 
     def retire_lost_instances(self):
-        """See :func:`minisched.localcluster_records.retire_lost_instances`."""
-        from minisched import localcluster_records
-        return localcluster_records.retire_lost_instances()
+        """See :func:`minisched.localcluster.records.retire_lost_instances`."""
+        from minisched.localcluster import records
+        return records.retire_lost_instances()
 
     def stop_processes(self, pids=None):
         pids = pids or {name: proc.pid for name, proc in self.procs.items()}

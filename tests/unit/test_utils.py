@@ -1,11 +1,11 @@
-"""minisched.retrying: the backoff shared by the compute's build writes and the conductor's
+"""minisched.utils: the backoff shared by the compute's build writes and the conductor's
 build tasks (its callers' own tests cover what each retries)."""
 import logging
 from unittest import mock
 
 import testtools
 
-from minisched import retrying
+from minisched import utils
 from tests.unit.conductor import test_db_errors
 
 
@@ -14,7 +14,7 @@ class TestUntilDone(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.clock = test_db_errors.FakeClock()
-        patcher = mock.patch.object(retrying, 'time', self.clock)
+        patcher = mock.patch.object(utils, 'time', self.clock)
         patcher.start()
         self.addCleanup(patcher.stop)
         self.log = mock.Mock(spec=logging.Logger)
@@ -32,7 +32,7 @@ class TestUntilDone(testtools.TestCase):
         return call, calls
 
     def _until_done(self, call, seconds=3600, retried=lambda exc: isinstance(exc, IOError)):
-        return retrying.until_done(call, retried, seconds,
+        return utils.until_done(call, retried, seconds,
                                    lambda exc, delay: 'failed: %s; again in %d s' % (exc, delay),
                                    log=self.log)
 
