@@ -19,7 +19,7 @@ def main(argv=None):
     from minisched.cmd import common
     from minisched.compute import manager
     from minisched import service
-    from minisched import thread_pool
+    from minisched import thread_pool_factory
     conf = common.setup_service(argv)
     common.block_db_access('minisched-compute')
     hosts = sorted(conf.fake_driver.host_sizes)
@@ -28,8 +28,8 @@ def main(argv=None):
         return 1
     # The computes share this process's build pool: as many builds at once as they would
     # run in processes of their own.
-    thread_pool.set_pool_size(thread_pool.ExecutorType.LONG_TASK,
-                              thread_pool.max_concurrent_builds(conf) * len(hosts))
+    thread_pool_factory.set_pool_size(thread_pool_factory.ExecutorType.LONG_TASK,
+                              thread_pool_factory.max_concurrent_builds(conf) * len(hosts))
     launcher = service.in_process_launcher(conf, [
         service.Service.create(conf, 'minisched-compute', 'compute', manager.ComputeManager,
                                host=host)

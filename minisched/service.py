@@ -18,7 +18,7 @@ from minisched.objects import base as objects_base
 from minisched.objects import service as service_obj
 from minisched import rpc
 from minisched import servicegroup
-from minisched import thread_pool
+from minisched import thread_pool_factory
 from minisched.messaging import trace
 from minisched import version
 
@@ -138,7 +138,7 @@ class Service(service.Service):
         except Exception:
             LOG.exception('Service error occurred during cleanup_host')
         # The work the pools still run (a compute's builds) ends before the process does.
-        thread_pool.shutdown_all()
+        thread_pool_factory.shutdown_all()
         super().stop()
 
 
@@ -168,7 +168,7 @@ def serve(conf, server, workers=None):
         # collector from touching (and so copying) their pages in every child.
         gc.freeze()
         # A pool the parent used would reach each child without its threads.
-        thread_pool.reset_all()
+        thread_pool_factory.reset_all()
     _launcher = service.launch(conf, server, workers=workers, restart_method='mutate')
 
 

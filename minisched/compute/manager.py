@@ -17,7 +17,7 @@ from minisched import monkey_patch
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_action
 from minisched.scheduler.client import query
-from minisched import thread_pool
+from minisched import thread_pool_factory
 from minisched.virt import driver as virt_driver
 
 LOG = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class ComputeManager(manager.Manager):
         # concurrent builds; under eventlet the pool is as large and a semaphore keeps the
         # limit, as in Nova 34.
         self._build_semaphore = (
-            threading.BoundedSemaphore(thread_pool.max_concurrent_builds(conf))
+            threading.BoundedSemaphore(thread_pool_factory.max_concurrent_builds(conf))
             if monkey_patch.is_patched() else None)
         self._instance_locks = {}
         self.configure_periodic_tasks({
@@ -113,7 +113,7 @@ class ComputeManager(manager.Manager):
         kwargs = dict(admin_password=admin_password, injected_files=injected_files,
                       requested_networks=requested_networks, security_groups=security_groups,
                       block_device_mapping=block_device_mapping)
-        thread_pool.spawn_on(self.conf, thread_pool.ExecutorType.LONG_TASK,
+        thread_pool_factory.spawn_on(self.conf, thread_pool_factory.ExecutorType.LONG_TASK,
                              self._locked_build, context, instance, image, request_spec,
                              filter_properties, node, limits, host_list, kwargs)
 

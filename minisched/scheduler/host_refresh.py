@@ -43,7 +43,7 @@ from minisched.db import utils as db_utils
 from minisched.objects import compute_node as compute_node_obj
 from minisched.objects import fields
 from minisched.scheduler import metrics
-from minisched import thread_pool
+from minisched import thread_pool_factory
 
 LOG = logging.getLogger(__name__)
 
@@ -181,8 +181,8 @@ class IncrementalRefresh:
             return {cell_uuid: self._fetch_guarded(context, *args)}
         # On the process's cell worker pool, as Nova's scatter_gather_cells: a cell that
         # has not answered in time is reported, its read left to end in the background.
-        pending = {cell_uuid: thread_pool.spawn_on(
-                       self.conf, thread_pool.ExecutorType.SCATTER_GATHER,
+        pending = {cell_uuid: thread_pool_factory.spawn_on(
+                       self.conf, thread_pool_factory.ExecutorType.SCATTER_GATHER,
                        self._fetch_guarded, context, *args)
                    for cell_uuid, args in jobs.items()}
         done, _ = futurist.waiters.wait_for_all(pending.values(), CELL_TIMEOUT_SECONDS)

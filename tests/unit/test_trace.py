@@ -236,19 +236,21 @@ class TestRecords(TraceTestCase):
                           inherited['errors']))
 
     def test_work_spawned_on_a_pool_works_for_the_message_that_spawned_it(self):
-        from minisched import thread_pool
+        from minisched import thread_pool_factory
         self.enable()
-        self.addCleanup(thread_pool.reset_all)
+        self.addCleanup(thread_pool_factory.reset_all)
         with trace.task('compute.build_and_run_instance'):
-            future = thread_pool.spawn_on(self.conf, thread_pool.ExecutorType.LONG_TASK,
-                                          lambda n: sum(range(n)), 10000)
+            future = thread_pool_factory.spawn_on(
+                self.conf, thread_pool_factory.ExecutorType.LONG_TASK,
+                lambda n: sum(range(n)), 10000)
         self.assertEqual(sum(range(10000)), future.result(10))
         _wait_for(lambda: self.rows('handled', kind='thread'))
         carried, = self.rows('handled', kind='thread')
         self.assertEqual(('compute.build_and_run_instance', 1, 0),
                          (carried['cause'], carried['count'], carried['errors']))
         # Outside every record, the pool's work is nobody's.
-        thread_pool.spawn_on(self.conf, thread_pool.ExecutorType.LONG_TASK, int).result(10)
+        thread_pool_factory.spawn_on(self.conf, thread_pool_factory.ExecutorType.LONG_TASK,
+                                     int).result(10)
         self.assertEqual(1, len(self.rows('handled', kind='thread')))
 
     def test_object_calls_are_named_by_object_and_method(self):
