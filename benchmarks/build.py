@@ -310,7 +310,7 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
     if floor:
         from benchmarks import build_floor
         floor_figures = build_floor.run(instances, computes, per_process, backend, timeout,
-                                        trace_on=trace_on, out=out)
+                                        trace_on=trace_on, out=out, reports=reports)
         figures += [build_floor.share_figure(figures[0].value, floor_figures[0].value)]
         figures += floor_figures
     return figures

@@ -45,10 +45,11 @@ def _start_all(bench, computes, per_process):
     return len(groups)
 
 
-def run(instances, computes, per_process, backend, timeout=900, trace_on=True, out=print):
+def run(instances, computes, per_process, backend, timeout=900, trace_on=True, out=print,
+        reports=None):
     """Boot ``instances`` through the floor on ``backend`` (``postgresql``, ``mysql`` or
-    ``sqlite``); returns ``(figures, boot result)``, the figures those of
-    :func:`benchmarks.build.figures_for` (and of the trace's totals with ``trace_on``)."""
+    ``sqlite``); returns the figures of :func:`benchmarks.build.figures_for` (and the trace's
+    totals with ``trace_on``; its text goes to ``reports``, a list, else to ``out``)."""
     db_context = databases.sqlite_db() if backend == 'sqlite' else \
         databases.server_db(backend)
     snapshots = {}
@@ -82,7 +83,9 @@ def run(instances, computes, per_process, backend, timeout=900, trace_on=True, o
         figure.figure = 'floor: ' + figure.figure
     if trace_dir:
         booted = sum(row[0] == 'active' for row in result['rows'].values())
-        _text, totals = build.trace_report(snapshots['before'], snapshots['after'], booted)
+        text, totals = build.trace_report(snapshots['before'], snapshots['after'], booted)
+        text = 'The message floor (benchmarks.build_floor). ' + text
+        (out if reports is None else reports.append)(text)
         for figure in totals:  # the goals are the real build's
             figure.figure, figure.target, figure.met = 'floor: ' + figure.figure, '', None
         figures += totals

@@ -273,7 +273,8 @@ def _node(host, size, node_id):
     from minisched.objects import pci_device_pool
     vcpus, memory_mb, local_gb = size
     node = compute_node.ComputeNode(
-        context.get_admin_context(), id=node_id, uuid='00000000-0000-4000-8000-%012x' % node_id, service_id=node_id,
+        context.get_admin_context(), id=node_id,
+        uuid='00000000-0000-4000-8000-%012x' % node_id, service_id=node_id,
         host=host, hypervisor_hostname=host, vcpus=vcpus, memory_mb=memory_mb,
         local_gb=local_gb, vcpus_used=0, memory_mb_used=0, local_gb_used=0,
         hypervisor_type='fake', hypervisor_version=1000, free_ram_mb=memory_mb,
