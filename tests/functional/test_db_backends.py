@@ -239,3 +239,30 @@ def test_flavors(ctx):
     assert api_db.flavor_get_by_name(ctx, 'small')['extra_specs'] == {'b': '2'}
     api_db.flavor_destroy(ctx, '1')
     assert api_db.flavor_get_all(ctx) == []
+
+
+def test_action_events(ctx):
+    """An event starts on the newest action of its request and finishes the newest event of
+    that name on its host, in one statement where the backend returns what it updated."""
+    def action(when):
+        return main_db.action_start(ctx, {
+            'action': 'create', 'instance_uuid': 'i1', 'request_id': 'req-1',
+            'user_id': 'u', 'project_id': 'p', 'start_time': when})
+    older, newer = action(utils.now()), action(utils.now())
+    start = {'instance_uuid': 'i1', 'request_id': 'req-1', 'event': 'build',
+             'start_time': utils.now()}
+    first = main_db.action_event_start(ctx, dict(start, host='c1'))
+    second = main_db.action_event_start(ctx, dict(start, host='c2'))
+    assert first['action_id'] == second['action_id'] == newer['id'] != older['id']
+    done = main_db.action_event_finish(ctx, dict(start, host='c1', finish_time=utils.now(),
+                                                 result='Error', traceback='tb'))
+    assert (done['id'], done['result'], done['traceback']) == (first['id'], 'Error', 'tb')
+    assert main_db.action_event_finish(ctx, dict(start, host='c2', result='Success'))[
+        'id'] == second['id']
+    assert main_db.action_get_by_request_id(ctx, 'i1', 'req-1')['message'] == 'Error'
+    with pytest.raises(exception.InstanceActionEventNotFound):
+        main_db.action_event_finish(ctx, dict(start, event='nope', result='Success'))
+    with pytest.raises(exception.InstanceActionNotFound):
+        main_db.action_event_finish(ctx, dict(start, request_id='req-9', result='Success'))
+    with pytest.raises(exception.InstanceActionNotFound):
+        main_db.action_event_start(ctx, dict(start, request_id='req-9'))
