@@ -266,3 +266,18 @@ def test_action_events(ctx):
         main_db.action_event_finish(ctx, dict(start, request_id='req-9', result='Success'))
     with pytest.raises(exception.InstanceActionNotFound):
         main_db.action_event_start(ctx, dict(start, request_id='req-9'))
+
+
+def test_a_create_returns_its_rows_in_the_order_given(ctx):
+    """``build_batch_create``'s rows (returned by the INSERT where the backend can, read
+    back where not) come in the order given, with the ids stored, without the JSON."""
+    uuids = ['i3', 'i1', 'i2', 'i0']
+    requests, specs = api_db.build_batch_create(
+        ctx, [{'instance_uuid': u, 'spec': '{}'} for u in uuids],
+        [{'instance_uuid': u, 'project_id': 'p', 'instance': '{}'} for u in uuids],
+        [{'instance_uuid': u, 'project_id': 'p'} for u in uuids])
+    assert [r['instance_uuid'] for r in requests] == [s['instance_uuid'] for s in specs] == uuids
+    assert all('instance' not in r and 'spec' not in s for r, s in zip(requests, specs))
+    for row in requests:
+        stored = api_db.build_request_get_by_instance_uuid(ctx, row['instance_uuid'])
+        assert (stored['id'], stored['created_at']) == (row['id'], row['created_at'])
