@@ -593,5 +593,7 @@ def _trace_figures(merged, servers, per, build_cause, wire_costs=None):
 
 
 def _utc(value):
+    if isinstance(value, str):  # SQLite's text: the client's raw query has no column types
+        value = datetime.datetime.fromisoformat(value)
     return value if value.tzinfo is None else value.astimezone(datetime.timezone.utc).replace(
         tzinfo=None)
