@@ -57,7 +57,7 @@ def _parser():
     parser.add_argument('--no-trace', action='store_true',
                         help='run the build bench without MINISCHED_TRACE_DIR (no build trace)')
     parser.add_argument('--build-database', choices=('postgresql', 'mysql', 'sqlite'),
-                        help='the database of the build benches (default: PostgreSQL when '
+                        help='the database of the build bench (default: PostgreSQL when '
                              'reachable, else SQLite)')
     parser.add_argument('--no-floor', action='store_true',
                         help='run the build bench without its message floor (the same burst '
@@ -112,7 +112,7 @@ def _plan(args, reports):
                                         floor=not args.no_floor)),
     ] + ([] if quick else [
         ('build-wide', lambda out: build.run(*BUILD_WIDE, out=out, trace_on=False,
-                                             own_broker=True, database=args.build_database)),
+                                             own_broker=True)),
     ])
 
 
