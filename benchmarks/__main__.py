@@ -63,6 +63,12 @@ def _parser():
     parser.add_argument('--csv', help='also write the figures to this CSV file')
     parser.add_argument('--no-trace', action='store_true',
                         help='run the build bench without MINISCHED_TRACE_DIR (no build trace)')
+    parser.add_argument('--build-database', choices=('postgresql', 'mysql', 'sqlite'),
+                        help='the database of the build bench (default: PostgreSQL when '
+                             'reachable, else SQLite)')
+    parser.add_argument('--no-floor', action='store_true',
+                        help='run the build bench without its message floor (the same burst '
+                             'through endpoints that do no work, after the real one)')
     parser.add_argument('--backend', default='threading', type=_backends,
                         help='concurrency backends of the services, comma-separated, each '
                              'bench that starts services run once per backend: %s (default: '
@@ -108,7 +114,9 @@ def _plan(args, reports):
                                     out=out)),
         ('memory', lambda out: memory.run(calls=10 if quick else 60, out=out)),
         ('build', lambda out: build.run(instances, computes, per_process, out=out,
-                                        trace_on=not args.no_trace, reports=reports)),
+                                        trace_on=not args.no_trace, reports=reports,
+                                        database=args.build_database,
+                                        floor=not args.no_floor)),
     ] + ([] if quick else [
         ('build-wide', lambda out: build.run(*BUILD_WIDE, out=out, trace_on=False,
                                              own_broker=True)),

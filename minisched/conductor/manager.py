@@ -80,8 +80,9 @@ class ConductorManager(manager.Manager):
         for name, field in objinst.fields.items():
             if not objinst.obj_attr_is_set(name):
                 continue
-            if name not in before or before[name] != getattr(objinst, name):
-                updates[name] = field.to_primitive(objinst, name, getattr(objinst, name))
+            value = getattr(objinst, name)
+            if name not in before or not _same(before[name], value):
+                updates[name] = field.to_primitive(objinst, name, value)
         updates['obj_what_changed'] = objinst.obj_what_changed()
         return updates, result
 
@@ -100,21 +101,61 @@ class ConductorManager(manager.Manager):
 _IMMUTABLE = (str, int, float, bool, type(None), datetime.datetime)
 
 
+class _Nested:
+    """A nested object (or list of them) as it was before the method: itself, its items,
+    and the fields each had changed."""
+
+    __slots__ = ('obj', 'items')
+
+    def __init__(self, obj):
+        self.obj = obj
+        items = obj if isinstance(obj, list) else [obj]
+        self.items = [(item, item.obj_what_changed()) for item in items]
+
+    def same(self, value):
+        items = value if isinstance(value, list) else [value]
+        return value is self.obj and len(items) == len(self.items) and all(
+            item is old and item.obj_what_changed() == changes
+            for item, (old, changes) in zip(items, self.items))
+
+
+def _nested(value):
+    """Whether ``value`` is an object or a non-empty list of objects (:class:`_Nested`)."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, objects_base.MinischedObject) for v in value)
+    return isinstance(value, objects_base.MinischedObject)
+
+
 def _field_values(objinst):
     """``{field: value}`` of the set fields of ``objinst`` as they are now, for Nova's diff
     of an object before and after its method (``object_action``).
 
     Nova diffs against ``obj_clone()``, a deep copy of the whole object; values that cannot
-    change in place (numbers, strings, datetimes) need no copy, and the rest (dicts, lists,
-    nested objects) are deep-copied as the clone copied them, so the diff is the same. A
-    state report's Service has nothing to copy; the clone was a tenth of its handling.
+    change in place (numbers, strings, datetimes) need no copy, and dicts and lists are
+    deep-copied as the clone copied them. A nested object (or a list of them) is kept with
+    the fields it had changed (:class:`_Nested`): a copy of it never compares equal (objects
+    have no equality), so Nova sends every nested object back after every method (an
+    Instance's flavor with each save) although the caller has it already. A method that
+    replaces it, or sets any field of it (which marks the field changed), still sends it
+    back. A state report's Service has nothing to copy; the clone was a tenth of its
+    handling.
     """
     values = {}
     for name in objinst.fields:
         if objinst.obj_attr_is_set(name):
             value = getattr(objinst, name)
-            values[name] = value if isinstance(value, _IMMUTABLE) else copy.deepcopy(value)
+            if isinstance(value, _IMMUTABLE):
+                values[name] = value
+            elif _nested(value):
+                values[name] = _Nested(value)
+            else:
+                values[name] = copy.deepcopy(value)
     return values
+
+
+def _same(before, value):
+    """Whether ``value`` is what :func:`_field_values` recorded as ``before``."""
+    return before.same(value) if isinstance(before, _Nested) else before == value
 
 
 def _log_refusal(context, target, method, exc):

@@ -231,8 +231,9 @@ def obj_to_primitive(obj):
     return obj
 
 
-def obj_equal_prims(obj_1, obj_2, ignore=None):
-    """Compare two objects' primitives, ignoring the change list and ``ignore`` fields."""
+def comparable_primitive(obj, ignore=None):
+    """``obj``'s primitive without its change lists and the ``ignore`` fields, at any depth:
+    what :func:`obj_equal_prims` compares, to keep instead of a copy of the object."""
     def _strip(prim, keys):
         if isinstance(prim, dict):
             for k in keys:
@@ -244,5 +245,9 @@ def obj_equal_prims(obj_1, obj_2, ignore=None):
                 _strip(v, keys)
         return prim
 
-    keys = ['minisched_object.changes'] + list(ignore or [])
-    return _strip(obj_1.obj_to_primitive(), keys) == _strip(obj_2.obj_to_primitive(), keys)
+    return _strip(obj.obj_to_primitive(), ['minisched_object.changes'] + list(ignore or []))
+
+
+def obj_equal_prims(obj_1, obj_2, ignore=None):
+    """Compare two objects' primitives, ignoring the change list and ``ignore`` fields."""
+    return comparable_primitive(obj_1, ignore) == comparable_primitive(obj_2, ignore)

@@ -26,11 +26,14 @@ class BuildRequest(base.MinischedTimestampObject, base.MinischedObject):
 
     @staticmethod
     def _from_db_object(context, req, db_req):
+        """Set ``req`` from its row; a row without the instance's JSON (``create_batch``'s,
+        which wrote it from ``req.instance``) keeps the instance ``req`` has."""
         from minisched.objects import instance as instance_obj
         for name in ('id', 'instance_uuid', 'project_id', 'created_at', 'updated_at'):
             setattr(req, name, db_req.get(name))
-        req.instance = instance_obj.Instance.obj_from_primitive(
-            jsonutils.loads(db_req['instance']), context=context)
+        if 'instance' in db_req:
+            req.instance = instance_obj.Instance.obj_from_primitive(
+                jsonutils.loads(db_req['instance']), context=context)
         _fill_unplaced(req.instance, req)
         req._context = context
         req.obj_reset_changes()

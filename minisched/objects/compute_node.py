@@ -82,13 +82,20 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
                 for name in names:
                     primitive.pop(name, None)
 
+    #: Fields kept as JSON in their columns.
+    _JSON_FIELDS = ('stats', 'supported_hv_specs', 'pci_device_pools')
+
     @staticmethod
     def _ratio(name, value):
         return effective_ratio(name, value, getattr(CONF, name, 0.0))
 
     @classmethod
-    def _from_db_object(cls, context, compute, db_compute):
+    def _from_db_object(cls, context, compute, db_compute, keep=()):
+        """Set ``compute``'s fields from its row, but those of ``keep`` (the JSON columns a
+        save did not write: the object has them as they were read)."""
         for name in compute.fields:
+            if name in keep:
+                continue
             value = db_compute.get('supported_instances' if name == 'supported_hv_specs'
                                    else 'pci_stats' if name == 'pci_device_pools' else name)
             if name == 'stats':
@@ -151,8 +158,11 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
     def save(self, prune_stats=False):
         updates = self.obj_get_changes()
         updates.pop('id', None)
+        # What the save does not write is not decoded again (a claim writes the usage).
+        keep = [name for name in self._JSON_FIELDS
+                if name not in updates and self.obj_attr_is_set(name)]
         db_compute = db.compute_node_update(self._context, self.id, self._db_values(updates))
-        self._from_db_object(self._context, self, db_compute)
+        self._from_db_object(self._context, self, db_compute, keep=keep)
 
     @base.remotable
     def destroy(self):

@@ -79,10 +79,18 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
     #: Object fields kept as the JSON of their primitive in a column of the same name (Nova
     #: keeps them in ``instance_extra`` and ``pci_devices``: see the 0003 migration).
     _OBJECT_COLUMNS = ('numa_topology', 'pci_requests', 'pci_devices')
+    #: What a create or a save does not read back (``_from_db_object``'s ``keep_objects``).
+    _KEPT = frozenset(_OBJECT_COLUMNS + ('flavor',))
 
     @staticmethod
-    def _from_db_object(context, instance, db_inst):
+    def _from_db_object(context, instance, db_inst, keep_objects=False):
+        """Set ``instance``'s fields from its row. With ``keep_objects``, the object fields
+        it has already (flavor, NUMA topology, PCI requests and devices) are kept as they
+        are, not decoded again from the JSON just written from them: as Nova's create and
+        save, which read back neither the flavor nor the other ``instance_extra`` fields."""
         for name in instance.fields:
+            if keep_objects and name in Instance._KEPT and instance.obj_attr_is_set(name):
+                continue
             if name == 'flavor':
                 raw = db_inst.get('flavor')
                 if raw:
@@ -157,7 +165,7 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
             raise exception.ObjectActionError(action='create', reason='already created')
         updates = self._db_values(self.obj_get_changes())
         self._from_db_object(self._context, self, db.instance_create(
-            self._context, updates, action=action, event=event))
+            self._context, updates, action=action, event=event), keep_objects=True)
 
     @base.remotable
     def save(self, expected_vm_state=None, expected_task_state=None):
@@ -172,7 +180,7 @@ class Instance(base.MinischedPersistentObject, base.MinischedObject):
         db_inst = db.instance_update(
             self._context, self.uuid, self._db_values(updates),
             expected_vm_state=expected_vm_state, expected_task_state=expected_task_state)
-        self._from_db_object(self._context, self, db_inst)
+        self._from_db_object(self._context, self, db_inst, keep_objects=True)
 
     @base.remotable
     def destroy(self):

@@ -239,3 +239,45 @@ def test_flavors(ctx):
     assert api_db.flavor_get_by_name(ctx, 'small')['extra_specs'] == {'b': '2'}
     api_db.flavor_destroy(ctx, '1')
     assert api_db.flavor_get_all(ctx) == []
+
+
+def test_action_events(ctx):
+    """An event starts on the newest action of its request and finishes the newest event of
+    that name on its host, in one statement where the backend returns what it updated."""
+    def action(when):
+        return main_db.action_start(ctx, {
+            'action': 'create', 'instance_uuid': 'i1', 'request_id': 'req-1',
+            'user_id': 'u', 'project_id': 'p', 'start_time': when})
+    older, newer = action(utils.now()), action(utils.now())
+    start = {'instance_uuid': 'i1', 'request_id': 'req-1', 'event': 'build',
+             'start_time': utils.now()}
+    first = main_db.action_event_start(ctx, dict(start, host='c1'))
+    second = main_db.action_event_start(ctx, dict(start, host='c2'))
+    assert first['action_id'] == second['action_id'] == newer['id'] != older['id']
+    done = main_db.action_event_finish(ctx, dict(start, host='c1', finish_time=utils.now(),
+                                                 result='Error', traceback='tb'))
+    assert (done['id'], done['result'], done['traceback']) == (first['id'], 'Error', 'tb')
+    assert main_db.action_event_finish(ctx, dict(start, host='c2', result='Success'))[
+        'id'] == second['id']
+    assert main_db.action_get_by_request_id(ctx, 'i1', 'req-1')['message'] == 'Error'
+    with pytest.raises(exception.InstanceActionEventNotFound):
+        main_db.action_event_finish(ctx, dict(start, event='nope', result='Success'))
+    with pytest.raises(exception.InstanceActionNotFound):
+        main_db.action_event_finish(ctx, dict(start, request_id='req-9', result='Success'))
+    with pytest.raises(exception.InstanceActionNotFound):
+        main_db.action_event_start(ctx, dict(start, request_id='req-9'))
+
+
+def test_a_create_returns_its_rows_in_the_order_given(ctx):
+    """``build_batch_create``'s rows (returned by the INSERT where the backend can, read
+    back where not) come in the order given, with the ids stored, without the JSON."""
+    uuids = ['i3', 'i1', 'i2', 'i0']
+    requests, specs = api_db.build_batch_create(
+        ctx, [{'instance_uuid': u, 'spec': '{}'} for u in uuids],
+        [{'instance_uuid': u, 'project_id': 'p', 'instance': '{}'} for u in uuids],
+        [{'instance_uuid': u, 'project_id': 'p'} for u in uuids])
+    assert [r['instance_uuid'] for r in requests] == [s['instance_uuid'] for s in specs] == uuids
+    assert all('instance' not in r and 'spec' not in s for r, s in zip(requests, specs))
+    for row in requests:
+        stored = api_db.build_request_get_by_instance_uuid(ctx, row['instance_uuid'])
+        assert (stored['id'], stored['created_at']) == (row['id'], row['created_at'])

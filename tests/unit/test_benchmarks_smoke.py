@@ -110,6 +110,45 @@ class TestWireFloorEndpoint(base.TestCase):
         self.assertEqual([1, 1, 1], [len(per) for per in alone])
 
 
+class TestBuildFloor(base.TestCase):
+    """The build floor's scheduler picks the computes in turn; its compute's node save is the
+    claim's usage; the share is the real throughput's of the floor's."""
+
+    def test_scheduler_gives_the_computes_in_turn_with_their_alternates(self):
+        from benchmarks import floor_endpoints
+        from minisched import context
+        self.flags(max_attempts=3, group='scheduler')
+        endpoint = floor_endpoints.FloorScheduler(self.conf, ['c0', 'c1', 'c2', 'c3'])
+        spec, uuids = pipeline.make_spec(4, flavors=pipeline.FLAVORS[:1])  # 3 instances
+        lists = endpoint.select_destinations(context.get_admin_context(), spec_obj=spec,
+                                             instance_uuids=uuids, return_objects=True,
+                                             return_alternates=True)
+        self.assertEqual([['c0', 'c1', 'c2'], ['c1', 'c2', 'c3'], ['c2', 'c3', 'c0']],
+                         [[s.service_host for s in per] for per in lists])
+        self.assertEqual(['c3'], [s.nodename for s in endpoint.select_destinations(
+            None, spec_obj=spec, instance_uuids=uuids[:1], return_alternates=False)[0]])
+
+    def test_compute_saves_the_claimed_usage_of_its_node(self):
+        from benchmarks import floor_endpoints
+        from minisched.objects import flavor
+        self.use_fake_transport()  # the compute's scheduler client
+        compute = floor_endpoints.FloorCompute(self.conf, 'c0', (16, 32768, 400), 7)
+        with mock.patch.object(compute.node, 'save') as save:
+            compute._claim(flavor.Flavor(vcpus=2, memory_mb=4096, root_gb=40))
+        save.assert_called_once_with()
+        node = compute.node
+        self.assertEqual((2, 4096, 40, 28672, 360, 1), (
+            node.vcpus_used, node.memory_mb_used, node.local_gb_used, node.free_ram_mb,
+            node.free_disk_gb, node.running_vms))
+        self.assertEqual('1', node.stats['num_instances'])
+
+    def test_share_is_held_to_seventy_percent(self):
+        from benchmarks import build_floor
+        self.assertTrue(build_floor.share_figure(14.0, 20.0).met)
+        figure = build_floor.share_figure(13.0, 20.0)
+        self.assertEqual((65.0, False), (figure.value, figure.met))
+
+
 class TestIdleCost(base.TestCase):
     """The e2e bench's in-process figure schedules over its database (no timing asserted)."""
 

@@ -759,7 +759,9 @@ def build_batch_create(context, specs, requests, mappings, group_uuid=None):
     :param requests: build request values, one per instance
     :param mappings: instance mapping values, one per instance
     :param group_uuid: the server group the instances join, or None
-    :returns: ``(build request rows, request spec rows)``, in the order given
+    :returns: ``(build request rows, request spec rows)``, in the order given, with what the
+        database set (ids, times) and the instance uuid and project: not the JSON the caller
+        wrote from its objects
 
     Nova's ``_provision_instances`` writes them row by row and deletes what it wrote when a
     later write fails; that deletion cannot run when the database connection is what failed
@@ -771,23 +773,44 @@ def build_batch_create(context, specs, requests, mappings, group_uuid=None):
     uuids = [values['instance_uuid'] for values in requests]
     exists = exception.BuildRequestAlreadyExists(uuid=uuids[0] if uuids else None)
     with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        written = {}
         for table, rows in ((request_specs, specs), (build_requests, requests),
                             (instance_mappings, mappings)):
             if rows:
-                conn.execute(sa.insert(table), list(rows))
+                written[table] = _insert_rows(conn, table, list(rows),
+                                              _WRITTEN.get(table, ()))
         if group_uuid is not None:
             _add_members(conn, _group(conn, context, group_uuid)['id'], uuids)
-        return tuple(_by_instance(conn, table, uuids)
+        return tuple(written.get(table) or _by_instance(conn, table, uuids)
                      for table in (build_requests, request_specs))
 
 
+#: The columns of a create's rows its objects take back (``build_batch_create``).
+_WRITTEN = {table: [table.c[name] for name in ('id', 'instance_uuid', 'project_id',
+                                               'created_at', 'updated_at') if name in table.c]
+            for table in (build_requests, request_specs)}
+
+
+def _insert_rows(conn, table, rows, columns):
+    """Insert ``rows``; with ``columns``, return them for each row in the order given where
+    the backend returns what a many-row INSERT wrote (one statement: PostgreSQL, SQLite,
+    MariaDB), else None."""
+    if columns and conn.dialect.insert_executemany_returning_sort_by_parameter_order:
+        return utils.to_dicts(conn.execute(sa.insert(table).returning(
+            *columns, sort_by_parameter_order=True), rows))
+    conn.execute(sa.insert(table), rows)
+    return None
+
+
 def _by_instance(conn, table, uuids):
-    """The rows of ``table`` of these instances, in the order of ``uuids``."""
+    """The :data:`_WRITTEN` columns of the rows of ``table`` of these instances, in the
+    order of ``uuids``."""
     found = {}
     for start in range(0, len(uuids), utils.IDS_PER_QUERY):
         chunk = uuids[start:start + utils.IDS_PER_QUERY]
-        for row in utils.fetch_all(conn, table, table.c.instance_uuid.in_(chunk)):
-            found[row['instance_uuid']] = row
+        for row in conn.execute(sa.select(*_WRITTEN[table]).where(
+                table.c.instance_uuid.in_(chunk))):
+            found[row.instance_uuid] = dict(row._mapping)
     return [found[uuid] for uuid in uuids]
 
 

@@ -702,13 +702,45 @@ def actions_get(context, instance_uuid):
 @_user_or_admin
 @utils.writer
 def action_event_start(context, values):
-    """Record an event of the action named by ``values['instance_uuid']`` + ``request_id``."""
+    """Record an event of the action named by ``values['instance_uuid']`` + ``request_id``.
+
+    Where the backend returns what it updated, the action's ``updated_at`` is touched and
+    its id read in one statement (the newest action of that request, as ``_action`` reads
+    it), else read and then touched."""
     with _begin(context) as conn:
         _check_instance_in_project(conn, context, values['instance_uuid'])
-        action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
-        utils.update(conn, actions, [actions.c.id == action['id']], {'updated_at': utils.now()})
-        event = dict(_without(values, 'instance_uuid', 'request_id'), action_id=action['id'])
+        uuid, request_id = values['instance_uuid'], values['request_id']
+        if conn.dialect.update_returning:
+            action_id = conn.execute(sa.update(actions).where(
+                actions.c.id == _newest_action_id(uuid, request_id)).values(
+                updated_at=utils.now()).returning(actions.c.id)).scalar()
+            if action_id is None:
+                raise exception.InstanceActionNotFound(request_id=request_id,
+                                                       instance_uuid=uuid)
+        else:
+            action_id = _action_or_raise(conn, uuid, request_id)['id']
+            utils.update(conn, actions, [actions.c.id == action_id],
+                         {'updated_at': utils.now()})
+        event = dict(_without(values, 'instance_uuid', 'request_id'), action_id=action_id)
         return utils.insert(conn, events, event)
+
+
+def _newest_action_id(instance_uuid, request_id):
+    """The id of the action ``_action`` finds, as a subquery."""
+    return sa.select(actions.c.id).where(
+        actions.c.instance_uuid == instance_uuid, actions.c.request_id == request_id).order_by(
+        *_NEWEST_FIRST['actions']).limit(1).scalar_subquery()
+
+
+def _finish_event_in_one(conn, values, by_host, finished):
+    """``action_event_finish``'s update of the event, found by subqueries, in one statement
+    that returns it; None when nothing matched (the caller then tells why)."""
+    newest = sa.select(events.c.id).where(
+        events.c.action_id == _newest_action_id(values['instance_uuid'], values['request_id']),
+        events.c.event == values['event'], *by_host).order_by(
+        *_NEWEST_FIRST['events']).limit(1).scalar_subquery()
+    return utils.to_dict(conn.execute(sa.update(events).where(events.c.id == newest).values(
+        finished).returning(*events.c)).first())
 
 
 @_user_or_admin
@@ -718,21 +750,27 @@ def action_event_finish(context, values):
     marks the action's message 'Error'. Returns the event."""
     with _begin(context) as conn:
         _check_instance_in_project(conn, context, values['instance_uuid'])
-        action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
         # The host tells apart the same event of two attempts (a reschedule's failed host
         # may finish after the next host started).
         by_host = [events.c.host == values['host']] if values.get('host') else []
-        event = utils.fetch(conn, events, events.c.action_id == action['id'],
-                            events.c.event == values['event'], *by_host,
-                            order_by=_NEWEST_FIRST['events'])
+        finished = _without(values, 'instance_uuid', 'request_id', 'event', 'host')
+        # Where the backend returns what it updated, one statement finds and finishes the
+        # event; the action and the event are read apart to tell why it found none.
+        event = _finish_event_in_one(conn, values, by_host, finished) \
+            if conn.dialect.update_returning else None
         if event is None:
-            raise exception.InstanceActionEventNotFound(event=values['event'],
-                                                        action_id=action['id'])
-        event = utils.update_and_fetch(
-            conn, events, [events.c.id == event['id']],
-            _without(values, 'instance_uuid', 'request_id', 'event', 'host'))
+            action = _action_or_raise(conn, values['instance_uuid'], values['request_id'])
+            event = utils.fetch(conn, events, events.c.action_id == action['id'],
+                                events.c.event == values['event'], *by_host,
+                                order_by=_NEWEST_FIRST['events'])
+            if event is None:
+                raise exception.InstanceActionEventNotFound(event=values['event'],
+                                                            action_id=action['id'])
+            event = utils.update_and_fetch(conn, events, [events.c.id == event['id']],
+                                           finished)
         if (values.get('result') or '').lower() == 'error':
-            utils.update(conn, actions, [actions.c.id == action['id']], {'message': 'Error'})
+            utils.update(conn, actions, [actions.c.id == event['action_id']],
+                         {'message': 'Error'})
         return event
 
 

@@ -101,6 +101,36 @@ class TestObjectAction(TestConductorManager):
         self.assertEqual(({'a': '1'}, 512), (before['extra_specs'], before['memory_mb']))
         self.assertNotIn('vcpus', before)  # unset fields stay unset (no lazy load)
 
+    def _building_instance(self):
+        flavor = objects.Flavor(id=1, name='m1.tiny', flavorid='1', memory_mb=512, vcpus=1,
+                                root_gb=1, ephemeral_gb=0, swap=0, extra_specs={})
+        instance = objects.Instance(self.ctxt, project_id='p', user_id='u', vm_state='building',
+                                    flavor=flavor, system_metadata={})
+        instance.create()
+        return instance
+
+    def test_save_sends_back_no_nested_object_it_left_alone(self):
+        # Nova's diff compares a deep copy: objects have no equality, so every save sent
+        # the flavor back. The caller has it: only what the method changed goes back.
+        instance = self._building_instance()
+        flavor = instance.flavor
+        instance.vm_state = 'active'
+        updates, _result = self.conductor.object_action(self.ctxt, instance, 'save', (), {})
+        self.assertIs(flavor, instance.flavor)
+        self.assertNotIn('flavor', updates)
+        self.assertNotIn('vm_state', updates)
+        self.assertIn('updated_at', updates)
+
+    def test_nested_object_replaced_or_changed_by_the_method_is_sent_back(self):
+        instance = self._building_instance()
+        instance.flavor.memory_mb = 1024  # a change the save writes, then marks clean
+        updates, _result = self.conductor.object_action(self.ctxt, instance, 'save', (), {})
+        self.assertEqual(1024, updates['flavor']['minisched_object.data']['memory_mb'])
+        self.assertEqual(1024, objects.Instance.get_by_uuid(
+            self.ctxt, instance.uuid).flavor.memory_mb)
+        updates, _result = self.conductor.object_action(self.ctxt, instance, 'refresh', (), {})
+        self.assertIn('flavor', updates)  # a new object read from the database
+
     def test_method_result_is_returned(self):
         group = objects.InstanceGroup(self.ctxt, name='g', policy='affinity', members=[])
         group.create()
