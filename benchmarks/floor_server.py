@@ -29,7 +29,7 @@ _OPTS = [cfg.StrOpt('role', choices=ROLES, help='The service this process stands
 def _servers(conf, role):
     from minisched.cmd import common
     from minisched import rpc
-    from minisched import trace
+    from minisched.messaging import trace
     if role == 'conductor':
         tables = floor_endpoints.Tables()
         return [rpc.get_server(messaging.Target(topic='conductor', server=conf.host), [
@@ -51,7 +51,7 @@ def _servers(conf, role):
 def main(argv=None):
     from minisched.cmd import common
     from minisched import config
-    from minisched import trace
+    from minisched.messaging import trace
     config.CONF.register_opts(_OPTS, group='build_floor')
     conf = common.setup_service(argv)
     role = conf.build_floor.role
