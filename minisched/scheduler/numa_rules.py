@@ -1,0 +1,247 @@
+"""Column-wise answers of the NUMA fit and the PCI check: most hosts of a request at once.
+
+From the columns of :mod:`minisched.scheduler.numa_columns`, each host of a request is
+found to pass, to fail, or left open for the exact per-host check
+(``numa_fit_instance_to_host``, ``PciDeviceStats.support_requests``). A host is decided
+only where the exact check is known to give that answer:
+
+- whether one guest cell fits on one host cell (``numa_fit._fit_cell``) is a handful of
+  comparisons: memory in the pages asked for (or the smallest pages, free ones under pinned
+  CPUs; the cell's memory without pages), shared CPUs against ``cpu_allocation_ratio`` and
+  memory against ``ram_allocation_ratio``, and pinned CPUs: the free sibling threads the
+  packing of the thread policy can use (``prefer``: any free thread, ``require``: groups of
+  two or more free siblings, ``isolate``: wholly free cores). That is exact per cell, so
+- a guest of one cell fits where some host cell takes it (every host cell is tried, the
+  first that fits wins), and where, with one PCI request, that cell also has the devices
+  its NUMA affinity policy allows (``required``, ``legacy``, ``preferred``);
+- a guest of several identical cells fails where fewer host cells take one of them (the
+  fit needs that many distinct cells) and, without page size classes, PCI requests or
+  network affinity, passes where enough do: its memo of (host cell, guest cell) answers is
+  then right for every guest cell, so every permutation of fitting cells is accepted;
+- a PCI request without NUMA cells passes where the host's usable devices of the pool
+  kinds it matches number enough, and fails where they do not.
+
+Anything else (emulator threads on their own CPU, different guest cells, several PCI
+requests, the ``socket`` policy, Placement providers, hosts or cells the columns do not
+hold) is left open, save for the failures that hold whatever the rest.
+"""
+import numpy as np
+
+from minisched.objects import fields
+from minisched.pci import stats as pci_stats_mod
+from minisched.scheduler import numa_columns
+from minisched.virt import numa_fit
+
+_PINNED = (fields.CPUAllocationPolicy.DEDICATED, fields.CPUAllocationPolicy.MIXED)
+_FLOATING = (fields.CPUAllocationPolicy.SHARED, fields.CPUAllocationPolicy.MIXED, None)
+_THREADS = fields.CPUThreadAllocationPolicy
+#: The cell column saying how many dedicated CPUs each thread policy can pin there.
+_CAPACITY = {None: 'free_threads', _THREADS.PREFER: 'free_threads',
+             _THREADS.REQUIRE: 'require_capacity', _THREADS.ISOLATE: 'isolate_capacity'}
+_CLASSES = (numa_fit.MEMPAGES_SMALL, numa_fit.MEMPAGES_LARGE, numa_fit.MEMPAGES_ANY)
+_POLICY = fields.PCINUMAAffinityPolicy
+#: The PCI NUMA affinity policies decided here (``socket`` reads the host's sockets).
+_PCI_POLICIES = (None, _POLICY.LEGACY, _POLICY.REQUIRED, _POLICY.PREFERRED)
+#: Node of a pool kind reported on no NUMA node: equal to no cell id.
+_NO_NODE = np.iinfo(np.int64).min
+_GUEST_FIELDS = ('memory', 'cpuset', 'pcpuset', 'cpu_policy', 'cpu_thread_policy')
+
+
+class Decision:
+    """``passes`` and ``open`` (left to the exact check): bool arrays over the rows; where
+    ``open`` is False, ``passes`` is the exact check's answer."""
+
+    __slots__ = ('passes', 'open')
+
+    def __init__(self, passes, open_):
+        self.passes = passes
+        self.open = open_
+
+
+def _guest_cell(cell):
+    """``(memory MB, shared CPUs, pinned CPUs, policy, thread policy, page size)`` of a
+    guest cell, or None when the columns cannot answer for it."""
+    if not all(name in cell for name in _GUEST_FIELDS):
+        return None
+    pagesize = cell.pagesize if 'pagesize' in cell else None
+    key = (cell.memory, len(cell.cpuset), len(cell.pcpuset), cell.cpu_policy,
+           cell.cpu_thread_policy, pagesize or None)
+    if key[3] not in _PINNED + _FLOATING:
+        return None
+    if key[3] in _PINNED and (key[2] < 1 or key[4] not in _CAPACITY):
+        return None
+    return key
+
+
+def _pages_hold(size, count, memory_kb):
+    """Where ``count`` pages of ``size`` KiB hold exactly ``memory_kb`` (Nova's
+    ``can_fit_pagesize``: no more than they have, in whole pages)."""
+    safe = np.where(size > 0, size, 1)
+    return (size > 0) & (memory_kb % safe == 0) & (memory_kb // safe <= count)
+
+
+def _memory_fits(col, guest):
+    memory, _shared, _pinned, policy, _thread, pagesize = guest
+    memory_kb = memory * 1024
+    if pagesize:
+        fits = np.zeros(col('cpus').shape, dtype=bool)
+        for rank in range(numa_columns.MAX_PAGE_SIZES):
+            size = col('page%d_size' % rank)
+            if pagesize == numa_fit.MEMPAGES_SMALL:
+                eligible = size > 0 if rank == 0 else None
+            elif pagesize == numa_fit.MEMPAGES_LARGE:
+                eligible = size > 0 if rank else None
+            elif pagesize == numa_fit.MEMPAGES_ANY:
+                eligible = size > 0
+            else:
+                eligible = size == pagesize
+            if eligible is not None:
+                fits |= eligible & _pages_hold(size, col('page%d_free' % rank), memory_kb)
+        return fits
+    pinned = policy in _PINNED
+    pages = col('page0_free' if pinned else 'page0_total')
+    in_pages = _pages_hold(col('page0_size'), pages, memory_kb)
+    plain = (col('memory') - col('memory_usage') if pinned else col('memory')) >= memory
+    return np.where(col('page0_size') > 0, in_pages, plain)
+
+
+def cell_fits(table, rows, guest):
+    """``(fits, known)``, bool arrays of shape (rows, MAX_CELLS): where the guest cell fits
+    on the host cell, and where that answer is exact (a cell the host has, held in full)."""
+    columns = table.columns
+
+    def col(name):
+        return columns['numa_' + name][rows]
+
+    memory, shared, pinned, policy, thread, _pagesize = guest
+    ncells = columns['numa_ncells'][rows]
+    known = (np.arange(numa_columns.MAX_CELLS) < ncells[:, None]) & (col('known') > 0)
+    fits = _memory_fits(col, guest)
+    if policy in _PINNED:
+        capacity = col(_CAPACITY[thread])
+        fits &= (pinned <= col('pcpus')) & (pinned <= col('free_pcpus')) & (
+            capacity >= pinned)
+        known &= col('free_threads') >= 0  # no sibling information: the fit raises
+    if policy in _FLOATING:
+        cpu_ratio = columns['cpu_allocation_ratio'][rows][:, None]
+        ram_ratio = columns['ram_allocation_ratio'][rows][:, None]
+        cpus = col('cpus')
+        fits &= (shared <= cpus) & (col('cpu_usage') + shared <= cpus * cpu_ratio) & (
+            col('memory_usage') + memory <= col('memory') * ram_ratio)
+        known &= ~(np.isnan(cpu_ratio) | np.isnan(ram_ratio))
+    return fits & known, known
+
+
+class PciNeeds:
+    """One request's PCI needs by pool kind: the devices its specs match, and those every
+    per-pool stage keeps (``PciDeviceStats.pool_serves``)."""
+
+    def __init__(self, kinds, request):
+        self.count = request.count
+        self.policy = (request.numa_policy if 'numa_policy' in request else None) or None
+        probe = pci_stats_mod.PciDeviceStats(None)
+        served = [probe.pool_serves(pool, request) for pool in kinds.pools]
+        self.matching = [index for index, (matches, _usable) in enumerate(served) if matches]
+        self.usable = {index for index, (_matches, usable) in enumerate(served) if usable}
+        self.nodes = [_NO_NODE if node is None else node for node in kinds.nodes]
+
+    def total(self, counts, kinds):
+        """Devices of the kinds listed, per row."""
+        if not kinds:
+            return np.zeros(len(counts), dtype=np.int64)
+        return counts[:, sorted(kinds)].sum(axis=1)
+
+    def by_cell(self, counts, cell_ids, usable):
+        """Devices per row and host cell (on that cell's node) of the matching kinds, only
+        the usable ones with ``usable``."""
+        result = np.zeros(cell_ids.shape, dtype=np.int64)
+        for kind in self.matching:
+            if not usable or kind in self.usable:
+                result += counts[:, kind:kind + 1] * (cell_ids == self.nodes[kind])
+        return result
+
+    def off_node(self, counts, usable):
+        kinds = [kind for kind in self.matching if self.nodes[kind] == _NO_NODE and (
+            not usable or kind in self.usable)]
+        return self.total(counts, kinds)[:, None]
+
+
+def simple_pci_request(requests):
+    """The one PCI request the columns can answer for, or None."""
+    if not requests or len(requests) != 1:
+        return None
+    request = requests[0]
+    if request.count < 1 or not request.spec or request.spec[0].get('rp_uuids'):
+        return None
+    policy = (request.numa_policy if 'numa_policy' in request else None) or None
+    return request if policy in _PCI_POLICIES else None
+
+
+def pci_decision(table, rows, requests):
+    """PciPassthroughFilter's answers (no NUMA cells), or None when left to each host."""
+    columns = table.columns
+    known = columns['pci_kinds_known'][rows] > 0
+    counts = columns['pci_counts'][rows]
+    fails = np.zeros(len(rows), dtype=bool)
+    for request in requests:
+        if request.count < 1:
+            return None
+        needs = PciNeeds(table.pool_kinds, request)
+        # Too few usable devices for one request alone: too few for them all.
+        fails |= needs.total(counts, needs.usable) < request.count
+    single = simple_pci_request(requests)
+    open_ = ~known | (~fails if single is None else False)
+    return Decision(~fails, open_)
+
+
+def _pci_on_cells(needs, counts, cell_ids):
+    """Where the request's devices suit a guest cell placed on each host cell (the NUMA
+    stage of ``_filter_pools`` then the usable pools), shape (rows, MAX_CELLS)."""
+    wanted = needs.count
+    on_matching = needs.by_cell(counts, cell_ids, usable=False)
+    on_usable = needs.by_cell(counts, cell_ids, usable=True)
+    if needs.policy == _POLICY.REQUIRED:
+        return on_usable >= wanted
+    near = on_usable + needs.off_node(counts, usable=True)
+    if needs.policy == _POLICY.PREFERRED:
+        anywhere = needs.total(counts, needs.usable)[:, None]
+        wider = np.where(on_matching + needs.off_node(counts, usable=False) >= wanted,
+                         near >= wanted, anywhere >= wanted)
+    else:
+        wider = near >= wanted
+    return np.where(on_matching >= wanted, on_usable >= wanted, wider)
+
+
+def numa_decision(table, rows, topology, pci_requests=None, network_metadata=None):
+    """NUMATopologyFilter's fit answers for ``rows`` (hosts with a NUMA topology) and the
+    instance ``topology``, or None when the columns cannot answer at all."""
+    if topology.emulator_threads_isolated:
+        return None
+    guests = [_guest_cell(cell) for cell in topology.cells]
+    if not guests or None in guests or len(set(guests)) != 1:
+        return None
+    guest, wanted = guests[0], len(guests)
+    fits, known = cell_fits(table, rows, guest)
+    ncells = table.columns['numa_ncells'][rows]
+    valid = np.arange(numa_columns.MAX_CELLS) < ncells[:, None]
+    unknown = (valid & ~known).sum(axis=1)
+    fitting = fits.sum(axis=1)
+    fails = (fitting + unknown < wanted) & (ncells >= 0)
+    passes = (fitting >= wanted) & (ncells >= 0)
+    single = simple_pci_request(pci_requests)
+    if pci_requests:
+        counts = table.columns['pci_counts'][rows]
+        pci_known = table.columns['pci_kinds_known'][rows] > 0
+        for request in pci_requests:
+            needs = PciNeeds(table.pool_kinds, request)
+            fails |= pci_known & (needs.total(counts, needs.usable) < request.count)
+        if single is not None and wanted == 1 and guest[5] not in _CLASSES:
+            needs = PciNeeds(table.pool_kinds, single)
+            suits = _pci_on_cells(needs, counts, table.columns['numa_cell_id'][rows])
+            passes = (fits & suits).any(axis=1) & (ncells >= 0) & pci_known
+            fails |= ~passes & (unknown == 0) & (ncells >= 0) & pci_known
+        else:
+            passes = np.zeros(len(rows), dtype=bool)
+    if network_metadata or (wanted > 1 and (pci_requests or guest[5] in _CLASSES)):
+        passes = np.zeros(len(rows), dtype=bool)  # what else the fit checks: left open
+    return Decision(passes & ~fails, ~(passes | fails))
