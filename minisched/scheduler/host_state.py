@@ -77,8 +77,10 @@ class HostStateTable:
         for name, width in numa_columns.WIDE_COLUMNS.items():
             self.columns[name] = np.zeros((self.capacity, width), dtype=np.int64)
         self.columns['hypervisor_version'][:] = _NONE_INT
-        #: The PCI pool kinds whose free devices ``pci_counts`` holds.
+        #: The PCI pool kinds whose free devices ``pci_counts`` holds, and every page size
+        #: the NUMA cell columns hold (see :mod:`minisched.scheduler.numa_columns`).
         self.pool_kinds = numa_columns.PoolKinds()
+        self.page_sizes = set()
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
         self.active = np.zeros(self.capacity, dtype=bool)

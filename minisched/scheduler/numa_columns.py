@@ -31,7 +31,7 @@ UNKNOWN = -1
 CELL_FIELDS = ('cell_id', 'cpus', 'pcpus', 'cpu_usage', 'memory', 'memory_usage', 'free_pcpus',
                'free_threads', 'require_capacity', 'isolate_capacity', 'known') + tuple(
     'page%d_%s' % (rank, name) for rank in range(MAX_PAGE_SIZES)
-    for name in ('size', 'total', 'free'))
+    for name in ('size', 'total_kb', 'free_kb'))
 #: Per host: one value a row.
 HOST_COLUMNS = ('numa_ncells', 'numa_threads', 'pci_kinds_known', 'pci_free')
 #: Every 2-D column: the cells', then the free devices per pool kind.
@@ -64,8 +64,9 @@ def _pack_capacities(cell):
 
 
 def _pages(cell):
-    """``[(size, total, free)]`` smallest first, or None when sizes repeat or are too many."""
-    pages = sorted((p.size_kb, p.total, p.free) for p in (cell.mempages or ()))
+    """``[(size, total KiB, free KiB)]`` smallest first, or None when sizes repeat or are
+    too many."""
+    pages = sorted((p.size_kb, p.total_kb, p.free_kb) for p in (cell.mempages or ()))
     sizes = [size for size, _total, _free in pages]
     if len(set(sizes)) != len(sizes) or len(pages) > MAX_PAGE_SIZES:
         return None
@@ -120,6 +121,9 @@ def write_topology(table, row, topology):
         column[row] = 0
         if values is not None:
             column[row, :values.shape[1]] = values[index]
+    if values is not None:
+        for rank in range(MAX_PAGE_SIZES):
+            table.page_sizes.update(values[CELL_FIELDS.index('page%d_size' % rank)].tolist())
 
 
 class PoolKinds:

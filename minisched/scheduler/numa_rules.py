@@ -73,20 +73,24 @@ def _guest_cell(cell):
     return key
 
 
-def _pages_hold(size, count, memory_kb):
-    """Where ``count`` pages of ``size`` KiB hold exactly ``memory_kb`` (Nova's
-    ``can_fit_pagesize``: no more than they have, in whole pages)."""
-    safe = np.where(size > 0, size, 1)
-    return (size > 0) & (memory_kb % safe == 0) & (memory_kb // safe <= count)
+def _pages_hold(size, avail_kb, memory_kb, sizes):
+    """Where pages of ``size`` KiB, ``avail_kb`` of them, hold exactly ``memory_kb`` (Nova's
+    ``can_fit_pagesize``: no more than they have, in whole pages); ``sizes``: every size
+    the table holds."""
+    whole = np.zeros(size.shape, dtype=bool)
+    for candidate in sizes:
+        if candidate > 0 and memory_kb % candidate == 0:
+            whole |= size == candidate
+    return whole & (avail_kb >= memory_kb)
 
 
-def _memory_fits(col, guest):
+def _memory_fits(col, guest, sizes):
     memory, _shared, _pinned, policy, _thread, pagesize = guest
     memory_kb = memory * 1024
     if pagesize:
-        fits = np.zeros(col('cpus').shape, dtype=bool)
+        fits = np.zeros(col('numa_cpus').shape, dtype=bool)
         for rank in range(numa_columns.MAX_PAGE_SIZES):
-            size = col('page%d_size' % rank)
+            size = col('numa_page%d_size' % rank)
             if pagesize == numa_fit.MEMPAGES_SMALL:
                 eligible = size > 0 if rank == 0 else None
             elif pagesize == numa_fit.MEMPAGES_LARGE:
@@ -96,74 +100,94 @@ def _memory_fits(col, guest):
             else:
                 eligible = size == pagesize
             if eligible is not None:
-                fits |= eligible & _pages_hold(size, col('page%d_free' % rank), memory_kb)
+                fits |= eligible & _pages_hold(size, col('numa_page%d_free_kb' % rank),
+                                               memory_kb, sizes)
         return fits
     pinned = policy in _PINNED
-    pages = col('page0_free' if pinned else 'page0_total')
-    in_pages = _pages_hold(col('page0_size'), pages, memory_kb)
-    plain = (col('memory') - col('memory_usage') if pinned else col('memory')) >= memory
-    return np.where(col('page0_size') > 0, in_pages, plain)
+    size = col('numa_page0_size')
+    in_pages = _pages_hold(size, col('numa_page0_free_kb' if pinned else 'numa_page0_total_kb'),
+                           memory_kb, sizes)
+    memory_mb = col('numa_memory')
+    plain = (memory_mb - col('numa_memory_usage') if pinned else memory_mb) >= memory
+    return np.where(size > 0, in_pages, plain)
 
 
 def cell_fits(table, rows, guest):
-    """``(fits, known)``, bool arrays of shape (rows, MAX_CELLS): where the guest cell fits
-    on the host cell, and where that answer is exact (a cell the host has, held in full)."""
+    """``(fits, known, spoils)``, bool arrays of shape (rows, MAX_CELLS): where the guest
+    cell fits on the host cell, where that answer is exact (a cell the host has, held in
+    full), and where its memory fits but not the rest (a guest asking for a class of page
+    sizes then keeps the size chosen there for the cells tried after, as in Nova)."""
     columns = table.columns
+    # Rows covering much of the table: computed over all of it (slices, no copies), the
+    # answers picked at the end.
+    whole = len(rows) * 4 > table.size
+    pick = slice(0, table.size) if whole else rows
 
     def col(name):
-        return columns['numa_' + name][rows]
+        return columns[name][pick]
 
     memory, shared, pinned, policy, thread, _pagesize = guest
-    ncells = columns['numa_ncells'][rows]
-    known = (np.arange(numa_columns.MAX_CELLS) < ncells[:, None]) & (col('known') > 0)
-    fits = _memory_fits(col, guest)
+    ncells = col('numa_ncells')
+    known = (np.arange(numa_columns.MAX_CELLS) < ncells[:, None]) & (col('numa_known') > 0)
+    memory_fits = _memory_fits(col, guest, table.page_sizes)
+    fits = memory_fits.copy()
     if policy in _PINNED:
-        capacity = col(_CAPACITY[thread])
-        fits &= (pinned <= col('pcpus')) & (pinned <= col('free_pcpus')) & (
+        capacity = col('numa_' + _CAPACITY[thread])
+        fits &= (pinned <= col('numa_pcpus')) & (pinned <= col('numa_free_pcpus')) & (
             capacity >= pinned)
-        known &= col('free_threads') >= 0  # no sibling information: the fit raises
+        known &= col('numa_free_threads') >= 0  # no sibling information: the fit raises
     if policy in _FLOATING:
-        cpu_ratio = columns['cpu_allocation_ratio'][rows][:, None]
-        ram_ratio = columns['ram_allocation_ratio'][rows][:, None]
-        cpus = col('cpus')
-        fits &= (shared <= cpus) & (col('cpu_usage') + shared <= cpus * cpu_ratio) & (
-            col('memory_usage') + memory <= col('memory') * ram_ratio)
+        cpu_ratio = col('cpu_allocation_ratio')[:, None]
+        ram_ratio = col('ram_allocation_ratio')[:, None]
+        cpus = col('numa_cpus')
+        fits &= (shared <= cpus) & (col('numa_cpu_usage') + shared <= cpus * cpu_ratio) & (
+            col('numa_memory_usage') + memory <= col('numa_memory') * ram_ratio)
         known &= ~(np.isnan(cpu_ratio) | np.isnan(ram_ratio))
-    return fits & known, known
+    fits &= known
+    spoils = memory_fits & ~fits
+    if whole:
+        return fits[rows], known[rows], spoils[rows]
+    return fits, known, spoils
 
 
 class PciNeeds:
-    """One request's PCI needs by pool kind: the devices its specs match, and those every
-    per-pool stage keeps (``PciDeviceStats.pool_serves``)."""
+    """One request's PCI needs by pool kind: the kinds its specs match, and among them those
+    every per-pool stage keeps (``PciDeviceStats.pool_serves``)."""
 
-    def __init__(self, kinds, request):
+    def __init__(self, table, request):
         self.count = request.count
         self.policy = (request.numa_policy if 'numa_policy' in request else None) or None
+        kinds = table.pool_kinds
         probe = pci_stats_mod.PciDeviceStats(None)
         served = [probe.pool_serves(pool, request) for pool in kinds.pools]
-        self.matching = [index for index, (matches, _usable) in enumerate(served) if matches]
-        self.usable = {index for index, (_matches, usable) in enumerate(served) if usable}
-        self.nodes = [_NO_NODE if node is None else node for node in kinds.nodes]
+        self.matching = [kind for kind, (matches, _usable) in enumerate(served) if matches]
+        self.usable = np.array([served[kind][1] for kind in self.matching], dtype=bool)
+        self.nodes = np.array([_NO_NODE if kinds.nodes[kind] is None else kinds.nodes[kind]
+                               for kind in self.matching], dtype=np.int64)
 
-    def total(self, counts, kinds):
-        """Devices of the kinds listed, per row."""
-        if not kinds:
-            return np.zeros(len(counts), dtype=np.int64)
-        return counts[:, sorted(kinds)].sum(axis=1)
+    def counts(self, table, rows):
+        """Free devices of the matching kinds at ``rows``, shape (rows, matching kinds)."""
+        return table.columns['pci_counts'][rows[:, None], self.matching]
+
+    def total(self, counts, usable=True, where=None):
+        """Devices per row: the usable ones (all matching with ``usable`` False), of the
+        kinds ``where`` selects (all by default)."""
+        selected = self.usable if usable else np.ones(len(self.matching), dtype=bool)
+        if where is not None:
+            selected = selected & where
+        return counts @ selected.astype(np.int64)
 
     def by_cell(self, counts, cell_ids, usable):
-        """Devices per row and host cell (on that cell's node) of the matching kinds, only
-        the usable ones with ``usable``."""
+        """Devices per row and host cell (on that cell's node), shape of ``cell_ids``."""
         result = np.zeros(cell_ids.shape, dtype=np.int64)
-        for kind in self.matching:
-            if not usable or kind in self.usable:
-                result += counts[:, kind:kind + 1] * (cell_ids == self.nodes[kind])
+        for index, node in enumerate(self.nodes.tolist()):
+            if not usable or self.usable[index]:
+                result += counts[:, index:index + 1] * (cell_ids == node)
         return result
 
     def off_node(self, counts, usable):
-        kinds = [kind for kind in self.matching if self.nodes[kind] == _NO_NODE and (
-            not usable or kind in self.usable)]
-        return self.total(counts, kinds)[:, None]
+        """Devices per row reported on no NUMA node, shape (rows, 1)."""
+        return self.total(counts, usable, where=self.nodes == _NO_NODE)[:, None]
 
 
 def simple_pci_request(requests):
@@ -179,16 +203,14 @@ def simple_pci_request(requests):
 
 def pci_decision(table, rows, requests):
     """PciPassthroughFilter's answers (no NUMA cells), or None when left to each host."""
-    columns = table.columns
-    known = columns['pci_kinds_known'][rows] > 0
-    counts = columns['pci_counts'][rows]
+    if any(request.count < 1 for request in requests):
+        return None
+    known = table.columns['pci_kinds_known'][rows] > 0
     fails = np.zeros(len(rows), dtype=bool)
     for request in requests:
-        if request.count < 1:
-            return None
-        needs = PciNeeds(table.pool_kinds, request)
+        needs = PciNeeds(table, request)
         # Too few usable devices for one request alone: too few for them all.
-        fails |= needs.total(counts, needs.usable) < request.count
+        fails |= needs.total(needs.counts(table, rows)) < request.count
     single = simple_pci_request(requests)
     open_ = ~known | (~fails if single is None else False)
     return Decision(~fails, open_)
@@ -204,12 +226,35 @@ def _pci_on_cells(needs, counts, cell_ids):
         return on_usable >= wanted
     near = on_usable + needs.off_node(counts, usable=True)
     if needs.policy == _POLICY.PREFERRED:
-        anywhere = needs.total(counts, needs.usable)[:, None]
+        anywhere = needs.total(counts)[:, None]
         wider = np.where(on_matching + needs.off_node(counts, usable=False) >= wanted,
                          near >= wanted, anywhere >= wanted)
     else:
         wider = near >= wanted
     return np.where(on_matching >= wanted, on_usable >= wanted, wider)
+
+
+def _pci_fails(table, rows, needs):
+    """Where some request of one device or more cannot be met, whatever the cells: no free
+    device at all, or too few usable ones of the kinds it matches (``needs``: PciNeeds)."""
+    columns = table.columns
+    known = columns['pci_kinds_known'][rows] > 0
+    fails = known & (columns['pci_free'][rows] == 0)
+    sub = np.flatnonzero(known & ~fails)
+    for each in needs:
+        fails[sub] |= each.total(each.counts(table, rows[sub])) < each.count
+    return fails
+
+
+def _pci_cells(table, rows, fits, needs):
+    """``(positions, passes)`` for the hosts with free devices: some host cell takes the
+    (one) guest cell and has the devices the PCI request's affinity policy allows."""
+    columns = table.columns
+    sub = np.flatnonzero((columns['pci_kinds_known'][rows] > 0) &
+                         (columns['pci_free'][rows] > 0))
+    suits = _pci_on_cells(needs, needs.counts(table, rows[sub]),
+                          columns['numa_cell_id'][rows[sub]])
+    return sub, (fits[sub] & suits).any(axis=1)
 
 
 def numa_decision(table, rows, topology, pci_requests=None, network_metadata=None):
@@ -221,27 +266,26 @@ def numa_decision(table, rows, topology, pci_requests=None, network_metadata=Non
     if not guests or None in guests or len(set(guests)) != 1:
         return None
     guest, wanted = guests[0], len(guests)
-    fits, known = cell_fits(table, rows, guest)
+    fits, known, spoils = cell_fits(table, rows, guest)
     ncells = table.columns['numa_ncells'][rows]
     valid = np.arange(numa_columns.MAX_CELLS) < ncells[:, None]
     unknown = (valid & ~known).sum(axis=1)
     fitting = fits.sum(axis=1)
     fails = (fitting + unknown < wanted) & (ncells >= 0)
     passes = (fitting >= wanted) & (ncells >= 0)
-    single = simple_pci_request(pci_requests)
+    if guest[5] in _CLASSES:
+        # The first cell whose memory fits fixes the page size: it must take the guest.
+        passes &= (unknown == 0) & ~(spoils & valid).any(axis=1)
     if pci_requests:
-        counts = table.columns['pci_counts'][rows]
-        pci_known = table.columns['pci_kinds_known'][rows] > 0
-        for request in pci_requests:
-            needs = PciNeeds(table.pool_kinds, request)
-            fails |= pci_known & (needs.total(counts, needs.usable) < request.count)
-        if single is not None and wanted == 1 and guest[5] not in _CLASSES:
-            needs = PciNeeds(table.pool_kinds, single)
-            suits = _pci_on_cells(needs, counts, table.columns['numa_cell_id'][rows])
-            passes = (fits & suits).any(axis=1) & (ncells >= 0) & pci_known
-            fails |= ~passes & (unknown == 0) & (ncells >= 0) & pci_known
-        else:
-            passes = np.zeros(len(rows), dtype=bool)
+        passes = np.zeros(len(rows), dtype=bool)
+        if all(request.count >= 1 for request in pci_requests):
+            needs = [PciNeeds(table, request) for request in pci_requests]
+            fails |= _pci_fails(table, rows, needs)
+            if wanted == 1 and guest[5] not in _CLASSES and simple_pci_request(pci_requests):
+                sub, sub_passes = _pci_cells(table, rows, fits, needs[0])
+                readable = ncells[sub] >= 0
+                passes[sub] = sub_passes & readable
+                fails[sub] |= ~sub_passes & (unknown[sub] == 0) & readable
     if network_metadata or (wanted > 1 and (pci_requests or guest[5] in _CLASSES)):
         passes = np.zeros(len(rows), dtype=bool)  # what else the fit checks: left open
     return Decision(passes & ~fails, ~(passes | fails))
