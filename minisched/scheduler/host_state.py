@@ -74,8 +74,8 @@ class HostStateTable:
             self.columns[name] = np.zeros(self.capacity, dtype=bool)
         for name in NUMA_COLUMNS + numa_columns.HOST_COLUMNS:
             self.columns[name] = np.zeros(self.capacity, dtype=np.int64)
-        for name, width in numa_columns.WIDE_COLUMNS.items():
-            self.columns[name] = np.zeros((self.capacity, width), dtype=np.int64)
+        for name, (width, dtype) in numa_columns.WIDE_COLUMNS.items():
+            self.columns[name] = np.zeros((self.capacity, width), dtype=dtype)
         self.columns['hypervisor_version'][:] = _NONE_INT
         #: The PCI pool kinds whose free devices ``pci_counts`` holds, and every page size
         #: the NUMA cell columns hold (see :mod:`minisched.scheduler.numa_columns`).

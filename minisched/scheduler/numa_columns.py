@@ -2,11 +2,12 @@
 
 Per host (row) and NUMA cell (up to :data:`MAX_CELLS`, in the topology's order): the
 cell's id, its shared and dedicated CPUs and their usage, its memory and memory usage, its
-pages (up to three sizes, smallest first: size, total, free) and what its free sibling
-threads allow a pinned guest cell under each CPU thread policy. Per host: the number of
-cells (:data:`UNKNOWN` when the host cannot be read so), whether it has SMT siblings, and
-per PCI device pool kind (every key of a pool but its count, registered table-wide up to
-:data:`MAX_POOL_KINDS`) the free devices, with their sum.
+pages (up to three sizes, smallest first: size and free KiB, and the smallest pages' total)
+and what its free sibling threads allow a pinned guest cell under each CPU thread policy.
+Per host: the number of cells (:data:`UNKNOWN` when the host cannot be held so: too many
+cells or page sizes, a page size twice, repeated cell ids), whether it has SMT siblings,
+and per PCI device pool kind (every key of a pool but its count, registered table-wide up
+to :data:`MAX_POOL_KINDS`) the free devices, with their sum.
 
 The values are written whenever a host state's ``numa_topology`` or ``pci_stats`` is
 assigned (topologies are replaced, never changed in place; a consumption and a give-back
@@ -23,20 +24,22 @@ MAX_CELLS = 4
 MAX_PAGE_SIZES = 3
 #: Pool kinds (identities) the table registers; a host with another is left to the
 #: per-host check.
-MAX_POOL_KINDS = 32
+MAX_POOL_KINDS = 16
 #: ``numa_ncells`` of a host whose topology cannot be kept in columns.
 UNKNOWN = -1
 
 #: Per cell: ``numa_<field>`` columns of shape (rows, MAX_CELLS).
 CELL_FIELDS = ('cell_id', 'cpus', 'pcpus', 'cpu_usage', 'memory', 'memory_usage', 'free_pcpus',
-               'free_threads', 'require_capacity', 'isolate_capacity', 'known') + tuple(
+               'free_threads', 'require_capacity', 'isolate_capacity', 'page0_total_kb') + tuple(
     'page%d_%s' % (rank, name) for rank in range(MAX_PAGE_SIZES)
-    for name in ('size', 'total_kb', 'free_kb'))
+    for name in ('size', 'free_kb'))
 #: Per host: one value a row.
 HOST_COLUMNS = ('numa_ncells', 'numa_threads', 'pci_kinds_known', 'pci_free')
-#: Every 2-D column: the cells', then the free devices per pool kind.
-WIDE_COLUMNS = {('numa_' + name): MAX_CELLS for name in CELL_FIELDS}
-WIDE_COLUMNS['pci_counts'] = MAX_POOL_KINDS
+#: Every 2-D column: the cells', then the free devices per pool kind, with their widths and
+#: types (32 bits but for page memory in KiB: a 2 TiB cell has more).
+WIDE_COLUMNS = {('numa_' + name): (MAX_CELLS, np.int64 if name.endswith('_kb') else np.int32)
+                for name in CELL_FIELDS}
+WIDE_COLUMNS['pci_counts'] = (MAX_POOL_KINDS, np.int32)
 
 #: Attribute of a NUMATopology where its column values are kept (hosts reporting the same
 #: text share one parsed topology, hence one reading).
@@ -78,10 +81,12 @@ def _cell_values(cell):
     if pages is None:
         return None
     free_threads, require, isolate = _pack_capacities(cell)
+    # Only the smallest pages' total counts: the fit reads it for guests asking no size.
     values = [cell.id, len(cell.cpuset), len(cell.pcpuset), cell.cpu_usage, cell.memory,
-              cell.memory_usage, cell.avail_pcpus, free_threads, require, isolate, 1]
-    for page in pages:
-        values.extend(page)
+              cell.memory_usage, cell.avail_pcpus, free_threads, require, isolate,
+              pages[0][1]]
+    for size, _total_kb, free_kb in pages:
+        values.extend((size, free_kb))
     return values
 
 

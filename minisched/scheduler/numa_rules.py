@@ -43,7 +43,7 @@ _POLICY = fields.PCINUMAAffinityPolicy
 #: The PCI NUMA affinity policies decided here (``socket`` reads the host's sockets).
 _PCI_POLICIES = (None, _POLICY.LEGACY, _POLICY.REQUIRED, _POLICY.PREFERRED)
 #: Node of a pool kind reported on no NUMA node: equal to no cell id.
-_NO_NODE = np.iinfo(np.int64).min
+_NO_NODE = np.iinfo(np.int32).min
 _GUEST_FIELDS = ('memory', 'cpuset', 'pcpuset', 'cpu_policy', 'cpu_thread_policy')
 
 
@@ -87,6 +87,7 @@ def _pages_hold(size, avail_kb, memory_kb, sizes):
 def _memory_fits(col, guest, sizes):
     memory, _shared, _pinned, policy, _thread, pagesize = guest
     memory_kb = memory * 1024
+    memory = np.int64(memory)
     if pagesize:
         fits = np.zeros(col('numa_cpus').shape, dtype=bool)
         for rank in range(numa_columns.MAX_PAGE_SIZES):
@@ -126,9 +127,12 @@ def cell_fits(table, rows, guest):
     def col(name):
         return columns[name][pick]
 
-    memory, shared, pinned, policy, thread, _pagesize = guest
+    # As 64-bit integers: the 32-bit columns are widened, never the values narrowed.
+    memory, shared, pinned = (np.int64(value) for value in guest[:3])
+    policy, thread = guest[3:5]
     ncells = col('numa_ncells')
-    known = (np.arange(numa_columns.MAX_CELLS) < ncells[:, None]) & (col('numa_known') > 0)
+    # A host is held in full or not at all (numa_ncells UNKNOWN): its cells are known.
+    known = np.arange(numa_columns.MAX_CELLS) < ncells[:, None]
     memory_fits = _memory_fits(col, guest, table.page_sizes)
     fits = memory_fits.copy()
     if policy in _PINNED:
