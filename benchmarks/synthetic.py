@@ -146,10 +146,11 @@ def analyze(engine, *tables):
 PCI_DEVICES = (('8086', '1520'), ('10de', '1eb8'))
 
 
-def numa_pci_rows(count, seed=0, now=None):
+def numa_pci_rows(count, seed=0, now=None, busy=False):
     """:func:`node_rows` where most hosts also report a NUMA topology with some usage (2 or 4
     cells, 1 or 2 threads per core, some with 2 MB huge pages, pinned CPUs and memory in use)
-    and a third report PCI device pools (NICs and GPUs on their NUMA nodes)."""
+    and a third report PCI device pools (NICs and GPUs on their NUMA nodes). ``busy``: a
+    mostly full cluster, most of each cell's dedicated CPUs pinned and memory used."""
     from minisched.objects import pci_device_pool
     from minisched.virt import fake
     rng = random.Random(seed + 7)
@@ -163,11 +164,13 @@ def numa_pci_rows(count, seed=0, now=None):
         hugepages = [(2048, node['memory_mb'] // nodes // 4 // 2)] if rng.random() < 0.5 else []
         topology = fake.build_numa_topology(nodes, threads, node['vcpus'], node['memory_mb'],
                                             cpus, cpus, hugepages)
+        least = 0.6 if busy else 0.0
         for cell in topology.cells:
             free = sorted(cell.pcpuset)
-            cell.pinned_cpus = set(rng.sample(free, rng.randint(0, len(free))))
+            cell.pinned_cpus = set(rng.sample(free, rng.randint(int(least * len(free)),
+                                                                len(free))))
             cell.cpu_usage = rng.randint(0, len(cell.cpuset) * 4)
-            cell.memory_usage = rng.randint(0, cell.memory)
+            cell.memory_usage = rng.randint(int(least * cell.memory), cell.memory)
             for pages in cell.mempages[1:]:
                 pages.used = rng.randint(0, pages.total)
         node['numa_topology'] = topology._to_json()

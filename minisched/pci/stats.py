@@ -386,6 +386,20 @@ class PciDeviceStats:
                         and pool['live_migratable'] == wanted]
         return pools
 
+    def pool_serves(self, pool, request):
+        """``(matches, usable)`` of one pool for ``request``: whether the spec stage of
+        :meth:`_filter_pools` keeps it, and whether every stage that looks at pools one by
+        one does (all but the NUMA and Placement stages). The scheduler's column-wise check
+        asks it once per pool kind."""
+        pools = self._filter_pools_for_spec([pool], request)
+        matches = bool(pools)
+        for stage in (self._filter_pools_for_unrequested_pfs,
+                      self._filter_pools_for_unrequested_vdpa_devices,
+                      self._filter_pools_for_unrequested_remote_managed_devices,
+                      self._filter_pools_for_live_migratable_devices):
+            pools = stage(pools, request)
+        return matches, bool(pools)
+
     def _filter_pools(self, pools, request, numa_cells, rp_uuids):
         """The pools that can serve ``request``, in the order to use them, or None when
         they hold fewer than ``request.count`` devices."""

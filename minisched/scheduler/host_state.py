@@ -27,6 +27,7 @@ from minisched import objects
 from minisched.objects import pci_device_pool
 from minisched.pci import stats as pci_stats_mod
 from minisched.scheduler import numa_bounds
+from minisched.scheduler import numa_columns
 from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
@@ -71,9 +72,15 @@ class HostStateTable:
             self.columns[name] = np.full(self.capacity, np.nan, dtype=np.float64)
         for name in BOOL_COLUMNS:
             self.columns[name] = np.zeros(self.capacity, dtype=bool)
-        for name in NUMA_COLUMNS:
+        for name in NUMA_COLUMNS + numa_columns.HOST_COLUMNS:
             self.columns[name] = np.zeros(self.capacity, dtype=np.int64)
+        for name, (width, dtype) in numa_columns.WIDE_COLUMNS.items():
+            self.columns[name] = np.zeros((self.capacity, width), dtype=dtype)
         self.columns['hypervisor_version'][:] = _NONE_INT
+        #: The PCI pool kinds whose free devices ``pci_counts`` holds, and every page size
+        #: the NUMA cell columns hold (see :mod:`minisched.scheduler.numa_columns`).
+        self.pool_kinds = numa_columns.PoolKinds()
+        self.page_sizes = set()
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
         self.active = np.zeros(self.capacity, dtype=bool)
@@ -92,7 +99,7 @@ class HostStateTable:
         new_capacity = self.capacity * 2
         for name, column in self.columns.items():
             fill = np.nan if column.dtype == np.float64 else column.dtype.type(0)
-            grown = np.full(new_capacity, fill, dtype=column.dtype)
+            grown = np.full((new_capacity,) + column.shape[1:], fill, dtype=column.dtype)
             grown[:self.capacity] = column
             if name == 'hypervisor_version':
                 grown[self.capacity:] = _NONE_INT
@@ -112,7 +119,8 @@ class HostStateTable:
                 self._grow()
             row = self.size
             self.size += 1
-        for name in INT_COLUMNS + NUMA_COLUMNS:
+        for name in (INT_COLUMNS + NUMA_COLUMNS + numa_columns.HOST_COLUMNS +
+                     tuple(numa_columns.WIDE_COLUMNS)):
             self.columns[name][row] = 0
         for name in FLOAT_COLUMNS:
             self.columns[name][row] = np.nan
@@ -185,7 +193,8 @@ def _tracked_attribute(name):
 
 def _numa_topology_property():
     """``numa_topology``, its truthiness tracked, with the free dedicated CPUs of its cells
-    kept in the table's :data:`NUMA_COLUMNS` (see :mod:`minisched.scheduler.numa_bounds`).
+    kept in the table's :data:`NUMA_COLUMNS` (see :mod:`minisched.scheduler.numa_bounds`)
+    and its cells in the columns of :mod:`minisched.scheduler.numa_columns`.
     """
     tracked = _tracked_attribute('numa_topology')
 
@@ -194,6 +203,7 @@ def _numa_topology_property():
         columns, row = self._table.columns, self._row
         for name, free in zip(NUMA_COLUMNS, numa_bounds.free_pcpus(value)):
             columns[name][row] = free
+        numa_columns.write_topology(self._table, row, value)
 
     return property(tracked.fget, setter, doc='NUMATopology of the host, or None')
 
@@ -201,7 +211,9 @@ def _numa_topology_property():
 def _pci_stats_property():
     """``pci_stats``, with the rows whose stats have device pools recorded in the table
     (pools emptied in place by a consumption leave the row flagged: weighers then find no
-    free device, the answer they would give anyway)."""
+    free device, the answer they would give anyway) and their free devices per pool kind in
+    its columns (:mod:`minisched.scheduler.numa_columns`; whoever changes the pools in place
+    assigns the stats again)."""
 
     def getter(self):
         value = self.__dict__['_pci_stats']
@@ -219,6 +231,7 @@ def _pci_stats_property():
             rows.add(self._row)
         else:
             rows.discard(self._row)
+        numa_columns.write_pools(self._table, self._row, value)
 
     return property(getter, setter, doc='PciDeviceStats of the host, or None')
 
@@ -407,6 +420,7 @@ class HostState:
                 self.pci_stats.apply_requests(pci_requests, {}, instance_cells)
             finally:
                 taken.pci_pools = _pools_taken(before, _pool_counts(self.pci_stats))
+                self.pci_stats = self.pci_stats  # the table's columns follow the counts
         # Counted last, as in Nova: a failure above leaves the I/O operation uncounted.
         self.num_io_ops += 1
         taken.io_op = True

@@ -17,6 +17,7 @@ from tests.unit import base
 EXPECTED = ['pipeline p50 @200 hosts', 'pipeline p99 @200 hosts',
             'reference pipeline p50 @200 hosts', 'decisions = reference @200 hosts']
 EXPECTED_NUMA = [name.replace('@', 'NUMA/PCI @') for name in EXPECTED]
+EXPECTED_SELECTIVE = [name.replace('@', 'NUMA/PCI selective @') for name in EXPECTED]
 
 
 class TestPipelineBenchSmoke(base.TestCase):
@@ -30,9 +31,10 @@ class TestPipelineBenchSmoke(base.TestCase):
 
     def test_numa_pci_decisions_match_reference_at_200_hosts(self):
         figures = pipeline.run([], None, numa_sizes=[200], numa_requests_for=lambda size: 12)
-        self.assertEqual(EXPECTED_NUMA, [f.figure for f in figures])
-        self.assertEqual('12/12', figures[-1].value)
-        self.assertTrue(figures[-1].met)
+        self.assertEqual(EXPECTED_NUMA + EXPECTED_SELECTIVE, [f.figure for f in figures])
+        for decisions in (figures[3], figures[-1]):
+            self.assertEqual('12/12', decisions.value)
+            self.assertTrue(decisions.met)
 
     def test_numa_pci_requests_ask_for_what_their_extra_specs_say(self):
         conf = common.in_process_conf()
@@ -42,6 +44,12 @@ class TestPipelineBenchSmoke(base.TestCase):
         self.assertTrue(any(s.pci_requests.requests for s in specs))
         self.assertTrue(any(not s.numa_topology and not s.pci_requests.requests
                             for s in specs))
+        with common.overrides(conf, pipeline.numa_conf()):
+            selective = [pipeline.make_numa_spec(index, conf, selective=True)[0]
+                         for index in range(20)]
+        # The selective mix pins every guest CPU.
+        self.assertTrue(all(cell.cpu_policy == 'dedicated'
+                            for s in selective for cell in s.numa_topology.cells))
 
     def test_command_prints_table_and_csv_with_expected_rows(self):
         out = io.StringIO()
@@ -54,8 +62,9 @@ class TestPipelineBenchSmoke(base.TestCase):
             with open(path, newline='') as handle:
                 rows = list(csv.DictReader(handle))
         self.assertEqual(0, status)
-        self.assertEqual(EXPECTED + EXPECTED_NUMA, [row['figure'] for row in rows])
-        self.assertEqual(['3/3', '3/3'], [rows[3]['value'], rows[-1]['value']])
+        self.assertEqual(EXPECTED + EXPECTED_NUMA + EXPECTED_SELECTIVE,
+                         [row['figure'] for row in rows])
+        self.assertEqual(['3/3'] * 3, [rows[3]['value'], rows[7]['value'], rows[-1]['value']])
         text = out.getvalue()
         self.assertIn('SYNTHETIC', text)
         for figure in EXPECTED:

@@ -17,6 +17,7 @@ from minisched import objects
 from minisched.objects import fields
 from minisched.scheduler import filters
 from minisched.scheduler import numa_bounds
+from minisched.scheduler import numa_rules
 from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
@@ -139,15 +140,36 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         return not requested and not _requires_threads(spec_obj)
 
     def filter_rows(self, view, spec_obj):
-        # Hosts without a topology are decided at once; the fit runs for the others only.
+        # Hosts without a topology are decided at once, most others from the columns of
+        # their cells (numa_rules); the fit runs for the rest only.
         request = _Request(spec_obj)
+        columns, rows = view.table.columns, view.rows
+        ncells = columns['numa_ncells'][rows]
         mask = np.full(len(view), not request.topology, dtype=bool)
-        states, rows = view.table.states, view.rows
-        positions = view.flagged('numa_topology')
-        if request.topology and len(positions):
-            # Hosts without the free dedicated CPUs the request pins fail without a fit.
-            positions = positions[numa_bounds.may_fit(view.table, rows[positions],
-                                                      request.topology)]
-        for pos in positions.tolist():
+        positions = np.flatnonzero(ncells)
+        if not len(positions):
+            return mask
+        sub = rows[positions]
+        readable = ncells[positions] >= 0
+        open_ = np.ones(len(positions), dtype=bool)
+        passes = np.zeros(len(positions), dtype=bool)
+        if request.requires_threads:
+            open_ &= ~(readable & (columns['numa_threads'][sub] == 0))
+        if not request.topology:
+            passes = open_ & readable
+            open_ &= ~readable
+        else:
+            decision = numa_rules.numa_decision(view.table, sub, request.topology,
+                                                request.pci_requests,
+                                                request.network_metadata)
+            if decision is None:
+                # Hosts without the free dedicated CPUs the request pins fail without a fit.
+                open_ &= numa_bounds.may_fit(view.table, sub, request.topology)
+            else:
+                passes = open_ & ~decision.open & decision.passes
+                open_ &= decision.open
+        mask[positions] = passes
+        states = view.table.states
+        for pos in positions[open_].tolist():
             mask[pos] = self._fit(states[rows[pos]], request)[0]
         return mask

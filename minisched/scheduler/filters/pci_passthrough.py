@@ -10,6 +10,7 @@ import logging
 import numpy as np
 
 from minisched.scheduler import filters
+from minisched.scheduler import numa_rules
 
 LOG = logging.getLogger(__name__)
 
@@ -44,9 +45,17 @@ class PciPassthroughFilter(filters.BaseHostFilter):
             return np.ones(len(view), dtype=bool)
         if any(request.count < 1 for request in requests):
             return None  # a request for no device: let every host answer for itself
-        # A host without device pools has no device to give: only the others are asked.
+        # A host without free devices has none to give (for a request of one or more); the
+        # others are decided from their devices per pool kind (numa_rules), or asked.
+        columns, rows = view.table.columns, view.rows
         mask = np.zeros(len(view), dtype=bool)
-        states, rows = view.table.states, view.rows
-        for pos in view.flagged('pci_stats').tolist():
+        positions = np.flatnonzero((columns['pci_kinds_known'][rows] == 0) |
+                                   (columns['pci_free'][rows] > 0))
+        if not len(positions):
+            return mask
+        decision = numa_rules.pci_decision(view.table, rows[positions], requests)
+        mask[positions] = decision.passes & ~decision.open
+        states = view.table.states
+        for pos in positions[decision.open].tolist():
             mask[pos] = self.host_passes(states[rows[pos]], spec_obj)
         return mask

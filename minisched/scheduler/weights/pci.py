@@ -25,12 +25,8 @@ class PCIWeigher(weights.BaseHostWeigher):
         return MAX_DEVS - min(free, MAX_DEVS - 1)
 
     def weigh_rows(self, view, weight_properties):
-        # Hosts without PCI pools all weigh MAX_DEVS; only the others are looked at.
-        pooled = view.flagged('pci_stats')
-        if not len(pooled):
+        # The free devices of every host are a column of the table (numa_columns).
+        free = view.column('pci_free')
+        if not free.any():
             return MAX_DEVS
-        values = np.full(len(view), MAX_DEVS, dtype=np.float64)
-        states, rows = view.table.states, view.rows
-        for pos in pooled.tolist():
-            values[pos] = self._weigh_object(states[rows[pos]], weight_properties)
-        return values
+        return (MAX_DEVS - np.minimum(free, MAX_DEVS - 1)).astype(np.float64)

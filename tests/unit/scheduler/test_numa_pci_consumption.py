@@ -31,7 +31,11 @@ EXTRA_SPECS = (
     {'pci_passthrough:alias': 'nic:1'}, {'pci_passthrough:alias': 'nic:2'},
     {'pci_passthrough:alias': 'nic:1', 'hw:numa_nodes': '1'},
     {'hw:cpu_policy': 'dedicated', 'pci_passthrough:alias': 'nic-near:1'},
-    {'hw:cpu_policy': 'dedicated', 'hw:numa_nodes': '1', 'pci_passthrough:alias': 'nic:1'})
+    {'hw:cpu_policy': 'dedicated', 'hw:numa_nodes': '1', 'pci_passthrough:alias': 'nic:1'},
+    {'hw:cpu_policy': 'dedicated', 'hw:cpu_thread_policy': 'require'},
+    {'hw:cpu_policy': 'dedicated', 'hw:cpu_thread_policy': 'isolate'},
+    {'hw:mem_page_size': '2048', 'hw:numa_nodes': '2'},
+    {'hw:numa_nodes': '1', 'pci_passthrough:alias': 'nic-near:1'})
 HOSTS = ('h0', 'h1', 'h2')
 
 host_st = st.fixed_dictionaries({
@@ -40,7 +44,7 @@ host_st = st.fixed_dictionaries({
     'hugepages': st.sampled_from([(), ((2048, 512),)]),  # 1 GB of 2 MB pages per node
     'pools': st.lists(st.tuples(st.sampled_from([0, 1]), st.integers(0, 2)), max_size=2,
                       unique_by=lambda pool: pool[0]),
-})
+}, optional={'threads': st.sampled_from([1, 2])})
 request_st = st.fixed_dictionaries({
     'extra_specs': st.sampled_from(EXTRA_SPECS),
     'size': st.sampled_from([(1024, 2), (2048, 2), (512, 4)]),
@@ -117,7 +121,7 @@ class TestConsumptionAgainstNovasRule(base.TestCase):
         for index, (name, host) in enumerate(zip(HOSTS, hosts), 1):
             topology = fakes.fake_numa_topology(
                 nodes=host['nodes'], cpus_per_node=host['cpus_per_node'],
-                hugepages=host['hugepages'])
+                threads=host.get('threads', 1), hugepages=host['hugepages'])
             pools = [('8086', '1520', node, count) for node, count in host['pools']]
             rows.append(numa_hosts.node_row(index, name, topology, pools,
                                             memory_mb=host['nodes'] * 4096,
