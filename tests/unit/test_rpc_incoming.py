@@ -248,12 +248,19 @@ def test_replayed_messages_are_one_rate_limited_warning_without_traceback(consum
     assert len(_lines(caplog, logging.DEBUG)) == 2
 
 
-def test_one_collection_then_a_trim_follow_large_messages_once_they_are_freed():
+def _collection():
+    """A _DeferredCollection on a clock of the test's: ``(collection, timers started,
+    calls made, [now])``."""
     timers, calls, now = [], [], [100.0]
     collection = large_messages._DeferredCollection(
         start_timer=lambda delay, run: timers.append((delay, run)),
         collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'),
         clock=lambda: now[0])
+    return collection, timers, calls, now
+
+
+def test_one_collection_then_a_trim_follow_large_messages_once_they_are_freed():
+    collection, timers, calls, now = _collection()
     collection.schedule()
     collection.schedule()  # one pending: not a second
     assert [delay for delay, _ in timers] == [large_messages._DeferredCollection.DELAY]
@@ -265,11 +272,7 @@ def test_one_collection_then_a_trim_follow_large_messages_once_they_are_freed():
 
 
 def test_a_collection_runs_a_delay_after_the_last_large_message_not_the_first():
-    timers, calls, now = [], [], [100.0]
-    collection = large_messages._DeferredCollection(
-        start_timer=lambda delay, run: timers.append((delay, run)),
-        collect=lambda: calls.append('collect'), trim=lambda: calls.append('trim'),
-        clock=lambda: now[0])
+    collection, timers, calls, now = _collection()
     delay = large_messages._DeferredCollection.DELAY
     collection.schedule()
     now[0] += delay * 0.75
