@@ -14,6 +14,7 @@ names them, end in ERROR with a fault naming the field, as a build that failed t
 import contextlib
 import copy
 import logging
+import threading
 import time
 import traceback
 
@@ -47,6 +48,35 @@ HOST_CELL_SECONDS = 30
 #: Seconds a redelivered build cast waits for the instance an earlier delivery created to
 #: be mapped before it takes the build over (see ComputeTaskManager._take_over).
 TAKE_OVER_AFTER_SECONDS = 10
+
+#: ``again``: the handler runs again in this thread a delivery whose earlier run failed
+#: half-way (``minisched.conductor.db_errors`` retries a run the database interrupted).
+_this_run = threading.local()
+
+
+@contextlib.contextmanager
+def run_again():
+    """Mark the handler run in this block as a second run of the same delivery: what the
+    earlier run created and did not finish is taken over at once (see :func:`again`)."""
+    _this_run.again = True
+    try:
+        yield
+    finally:
+        _this_run.again = False
+
+
+def again():
+    """``'retry'`` when this run repeats a run of this delivery that the database
+    interrupted, ``'redelivered'`` when RabbitMQ delivers the message again after the
+    conductor that had it went away (``rpc_admission.redelivered``), else None. Either way
+    the instances an earlier run created or placed and did not finish are this run's: a
+    retry takes them at once (its earlier run is over), a redelivery after a wait (the
+    earlier conductor may only have lost its connection, and goes on)."""
+    if getattr(_this_run, 'again', False):
+        return 'retry'
+    if rpc_admission.redelivered():
+        return 'redelivered'
+    return None
 
 
 class ComputeTaskManager:
@@ -83,7 +113,7 @@ class ComputeTaskManager:
                                 started)
             return
         pending, gone = self._still_pending(context, build_requests, request_specs)
-        if gone and rpc_admission.redelivered():
+        if gone and again():
             self._adopt_orphans(context, gone, image)
         if not pending:
             return
@@ -184,18 +214,19 @@ class ComputeTaskManager:
     def _adopt_orphans(self, context, gone, image):
         """Build the instances a stopped conductor placed but never sent to a compute.
 
-        This delivery is RabbitMQ's again (``rpc_admission.redelivered``) and some of its
-        build requests are gone: the conductor that had the message created their instances,
-        mapped them and dropped the build requests, and may have stopped before it cast
-        their builds (it casts after placing every instance of the message). An instance
-        still BUILDING, ``scheduling`` and on no host :data:`TAKE_OVER_AFTER_SECONDS` later
+        This run repeats an earlier one (:func:`again`) and some of its build requests are
+        gone: the earlier run created their instances, mapped them and dropped the build
+        requests, and may have stopped before it cast their builds (it casts after placing
+        every instance of the message): a run the database interrupted did, and so may a
+        conductor that went away with the message. An instance still BUILDING,
+        ``scheduling`` and on no host then (:func:`_take_over_wait` later)
         was never claimed by a compute (a compute's claim writes its host and ``spawning``
         at once): it is scheduled afresh and its build cast (``build_instances``), as Nova's
         conductor builds an instance whose build it must start again. Had the cast gone out
         after all, the compute that claims first wins: a claim is conditional on
         ``scheduling``, and the second build stops there.
         """
-        deadline = time.monotonic() + TAKE_OVER_AFTER_SECONDS
+        deadline = time.monotonic() + _take_over_wait()
         orphans = {build_request.instance_uuid: spec for build_request, spec in gone}
         found = {}
         while orphans:
@@ -279,7 +310,7 @@ class ComputeTaskManager:
         with ms_context.target_cell(context, cell) as cctxt:
             instance._context = cctxt
             created = _create_once(instance, self._schedule_records(cctxt, started, None))
-        if not created and rpc_admission.redelivered():
+        if not created and again():
             return self._take_over(context, instance, cell)
         if not created:
             LOG.info('Instance %s already exists in its cell: an earlier delivery of its build '
@@ -303,7 +334,9 @@ class ComputeTaskManager:
             cell.uuid if cell is not None else None)
 
     def _take_over(self, context, instance, cell):
-        """``instance`` exists in ``cell`` already and this delivery is RabbitMQ's again
+        """``instance`` exists in ``cell`` already and this run repeats an earlier one
+        (:func:`again`). This delivery's own run that the database interrupted created it:
+        it is taken over at once. Or the delivery is RabbitMQ's again
         (``rpc_admission.redelivered``): the conductor that created it lost its connection
         with the message unacknowledged, maybe between the creation and the mapping. When
         its build request is still there :data:`TAKE_OVER_AFTER_SECONDS` later, that
@@ -313,7 +346,7 @@ class ComputeTaskManager:
         # The broker also delivers again the casts of a conductor that lost only its
         # connection (a broker restart) and goes on: that one maps the instance right after
         # creating it. Only a build request still there after a while is an orphan.
-        deadline = time.monotonic() + TAKE_OVER_AFTER_SECONDS
+        deadline = time.monotonic() + _take_over_wait()
         while (api_db.build_request_exists(context, instance.uuid)
                and time.monotonic() < deadline):
             time.sleep(0.5)
@@ -481,6 +514,13 @@ class ComputeTaskManager:
         payload = {'instance_id': instance_uuid, 'state': instance_obj.ERROR,
                    'method': 'build_instances', 'reason': _message(exc)}
         self.notifier.error(context, 'compute_task.build_instances', payload)
+
+
+def _take_over_wait():
+    """Seconds to leave an earlier run to finish what it started before taking it over:
+    none for this delivery's own interrupted run, :data:`TAKE_OVER_AFTER_SECONDS` for
+    another conductor's."""
+    return 0 if again() == 'retry' else TAKE_OVER_AFTER_SECONDS
 
 
 def _refusal(check, *args):

@@ -174,10 +174,14 @@ class ComputeTaskManager(compute_task.ComputeTaskManager):
         runs = []
 
         def run():
-            run_args, run_kwargs = (args, kwargs) if not runs else \
-                _SERIALIZER.deserialize_entity(context, pristine)
+            if not runs:
+                runs.append(1)
+                return handler(context, *args, **kwargs)
+            run_args, run_kwargs = _SERIALIZER.deserialize_entity(context, pristine)
             runs.append(1)
-            return handler(context, *run_args, **run_kwargs)
+            # What the failed run placed is this delivery's to finish (compute_task.again).
+            with compute_task.run_again():
+                return handler(context, *run_args, **run_kwargs)
         return utils.until_done(
             run, is_transient, self.conf.long_rpc_timeout,
             lambda exc, delay: 'Database unavailable while building %s (%s); running the '

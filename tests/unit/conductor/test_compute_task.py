@@ -9,6 +9,8 @@ import threading
 from unittest import mock
 import warnings
 
+from oslo_db import exception as db_exc
+
 from minisched.conductor import compute_task
 from minisched.conductor import db_errors
 from minisched import context
@@ -182,6 +184,8 @@ class TestBuildInstancesRefusals(ComputeTaskTestCase):
 class _KilledConductorCase(ComputeTaskTestCase):
     """A conductor killed half-way through a build cast: the instance is in its cell."""
 
+    created_by_a_killed_conductor = True
+
     def setUp(self):
         super().setUp()
         from minisched.objects import selection as selection_obj
@@ -193,8 +197,9 @@ class _KilledConductorCase(ComputeTaskTestCase):
         # The build message to the compute is what this delivery sends at the end.
         self.cast = mock.patch.object(self.manager, '_cast_build').start()
         self.build_request, self.spec = self.write_build()
-        # What the killed conductor did: the instance is in its cell, nothing more.
-        self.build_request.instance.obj_clone().create()
+        if self.created_by_a_killed_conductor:
+            # What the killed conductor did: the instance is in its cell, nothing more.
+            self.build_request.instance.obj_clone().create()
         mock.patch.object(compute_task, 'TAKE_OVER_AFTER_SECONDS', 0.5).start()
 
     def deliver(self, redelivered):
@@ -278,3 +283,44 @@ class TestOrphanedPlacedBuild(_KilledConductorCase):
         self.deliver(redelivered=False)
         self.assertFalse(self.select.called)
         self.assertFalse(self.build.called)
+
+
+class TestRunAgainAfterADatabaseError(_KilledConductorCase):
+    """The database goes away after the instance was created in its cell: the conductor
+    runs the cast again (db_errors), and that run finishes the build the first one began."""
+
+    created_by_a_killed_conductor = False
+
+    def setUp(self):
+        super().setUp()
+        take = api_db.build_request_take
+        self.takes = []
+
+        def take_after_an_outage(*args):
+            self.takes.append(args[1])
+            if len(self.takes) == 1:
+                raise db_exc.DBConnectionError('the database went away')
+            return take(*args)
+
+        mock.patch.object(api_db, 'build_request_take', take_after_an_outage).start()
+        mock.patch.object(compute_task, 'TAKE_OVER_AFTER_SECONDS', 3600).start()
+
+    def test_the_second_run_takes_over_what_the_first_created_at_once(self):
+        self.deliver(redelivered=False)
+        self.assertEqual([uuids.instance, uuids.instance], self.takes)
+        instance = self.cast.call_args[0][1]
+        self.assertEqual(uuids.instance, instance.uuid)
+        self.assertEqual(1, self.cast.call_count)
+        self.assertEqual([], build_request_obj.BuildRequestList.get_all(self.ctxt).objects)
+        self.assertEqual(1, len(instance_obj.InstanceList.get_by_filters(self.ctxt, {})))
+
+    def test_only_a_run_again_or_a_redelivery_takes_over(self):
+        self.assertIsNone(compute_task.again())
+        with compute_task.run_again():
+            self.assertEqual(('retry', 0), (compute_task.again(),
+                                            compute_task._take_over_wait()))
+        from minisched.messaging import admission
+        admission._running.redelivered = True
+        self.addCleanup(setattr, admission._running, 'redelivered', False)
+        self.assertEqual(('redelivered', 3600), (compute_task.again(),
+                                                 compute_task._take_over_wait()))
