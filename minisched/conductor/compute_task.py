@@ -58,11 +58,14 @@ _this_run = threading.local()
 def run_again():
     """Mark the handler run in this block as a second run of the same delivery: what the
     earlier run created and did not finish is taken over at once (see :func:`again`)."""
+    # Restored, not cleared: _adopt_orphans runs build_instances, which db_errors may run
+    # again inside a run that is itself a run again.
+    previous = getattr(_this_run, 'again', False)
     _this_run.again = True
     try:
         yield
     finally:
-        _this_run.again = False
+        _this_run.again = previous
 
 
 def again():
@@ -227,18 +230,16 @@ class ComputeTaskManager:
         ``scheduling``, and the second build stops there.
         """
         deadline = time.monotonic() + _take_over_wait()
-        orphans = {build_request.instance_uuid: spec for build_request, spec in gone}
-        found = {}
-        while orphans:
-            found = {uuid: instance for uuid, instance in
-                     ((uuid, self._unclaimed(context, uuid)) for uuid in orphans)
+        specs = {build_request.instance_uuid: spec for build_request, spec in gone}
+        while True:
+            unclaimed = {uuid: self._unclaimed(context, uuid) for uuid in specs}
+            specs = {uuid: specs[uuid] for uuid, instance in unclaimed.items()
                      if instance is not None}
-            orphans = {uuid: orphans[uuid] for uuid in found}
-            if not orphans or time.monotonic() >= deadline:
+            if not specs or time.monotonic() >= deadline:
                 break
             time.sleep(0.5)
-        for uuid, spec in orphans.items():
-            instance = found[uuid]
+        for uuid, spec in specs.items():
+            instance = unclaimed[uuid]
             LOG.warning('Instance %s was placed by a delivery of its build request that did '
                         'not finish (its conductor stopped before sending it to a compute); '
                         'this one schedules and builds it again.', uuid)

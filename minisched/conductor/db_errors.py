@@ -174,11 +174,10 @@ class ComputeTaskManager(compute_task.ComputeTaskManager):
         runs = []
 
         def run():
-            if not runs:
-                runs.append(1)
+            runs.append(1)
+            if len(runs) == 1:
                 return handler(context, *args, **kwargs)
             run_args, run_kwargs = _SERIALIZER.deserialize_entity(context, pristine)
-            runs.append(1)
             # What the failed run placed is this delivery's to finish (compute_task.again).
             with compute_task.run_again():
                 return handler(context, *run_args, **run_kwargs)

@@ -319,6 +319,10 @@ class TestRunAgainAfterADatabaseError(_KilledConductorCase):
         with compute_task.run_again():
             self.assertEqual(('retry', 0), (compute_task.again(),
                                             compute_task._take_over_wait()))
+            with compute_task.run_again():  # a build_instances run again within it
+                pass
+            self.assertEqual('retry', compute_task.again())
+        self.assertIsNone(compute_task.again())
         from minisched.messaging import admission
         admission._running.redelivered = True
         self.addCleanup(setattr, admission._running, 'redelivered', False)
