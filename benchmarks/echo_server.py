@@ -24,7 +24,9 @@ from benchmarks import echo_endpoints  # noqa: E402
 def main(argv=None):
     from minisched.cmd import common as cmd_common
     from minisched import rpc
+    from minisched import service
     conf = cmd_common.setup_service(argv)
+    service.set_switch_interval(conf)  # as a service does
     server = rpc.get_server(messaging.Target(topic=echo_endpoints.TOPIC, server=conf.host),
                             [echo_endpoints.EchoEndpoint(),
                              echo_endpoints.WireFloorEndpoint(conf)])

@@ -51,9 +51,11 @@ def _servers(conf, role):
 def main(argv=None):
     from minisched.cmd import common
     from minisched import config
+    from minisched import service
     from minisched.messaging import trace
     config.CONF.register_opts(_OPTS, group='build_floor')
     conf = common.setup_service(argv)
+    service.set_switch_interval(conf)  # as a service does
     role = conf.build_floor.role
     if trace.ENABLED and role != 'computes':
         trace.set_service('minisched-' + role)

@@ -6,7 +6,9 @@ build tasks are run this way while the message bus, the conductor or the databas
 1 s, then 2, 4, ... up to :data:`MAX_DELAY` s between two tries, until ``[DEFAULT]
 long_rpc_timeout`` has passed.
 """
+import collections
 import logging
+import threading
 import time
 
 LOG = logging.getLogger(__name__)
@@ -35,3 +37,37 @@ def until_done(call, retried, seconds, describe, log=LOG):
             log.warning(describe(exc, delay))
         time.sleep(delay)
         delay = min(delay * 2, MAX_DELAY)
+
+
+class Turnstile:
+    """At most ``size`` holders at once (``with turnstile: ...``); the others enter in the
+    order they arrived, each handed the place of one that leaves.
+
+    ``threading.Semaphore`` lets a thread that arrives just as a place frees up take it
+    before the threads already waiting, which can keep one of them waiting for many turns.
+    Works with either backend (under eventlet its locks are green)."""
+
+    def __init__(self, size):
+        if size < 1:
+            raise ValueError('a turnstile needs at least one place, not %r' % (size,))
+        self._lock = threading.Lock()
+        self._free = size
+        self._waiting = collections.deque()  # one held lock per waiting thread
+
+    def __enter__(self):
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return self
+            gate = threading.Lock()
+            gate.acquire()
+            self._waiting.append(gate)
+        gate.acquire()  # released by the holder that hands its place over
+        return self
+
+    def __exit__(self, *exc_info):
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().release()
+            else:
+                self._free += 1

@@ -48,6 +48,21 @@ Related options: ``workers``"""),
     cfg.IntOpt('workers', min=0, help="""
 Scheduler worker processes. Unset or 0: the number of CPUs with
 ``filter_scheduler``, otherwise 1."""),
+    cfg.IntOpt('max_concurrent_decisions', default=1, min=1, help="""
+How many ``select_destinations`` requests one scheduler worker decides at
+the same time; the others it has received wait for a turn without using
+CPU. minisched's own option (Nova has no such limit).
+
+Deciding is CPU work in Python: with native threads, requests decided at the
+same time share one interpreter lock, so each takes as long as all of them
+together and switching between them costs CPU of its own. One at a time
+answers sooner on average and serves more requests per second (the admin
+guide's "Concurrency backends" gives figures). Under eventlet a request runs
+until it waits on I/O anyway. Raise it only for filters or weighers of your
+own that wait on I/O; add workers (``[scheduler] workers``) for more CPUs.
+
+Related options: ``[scheduler] workers``,
+``[DEFAULT] thread_switch_interval``"""),
 ]
 
 DEFAULT_OPTS = [

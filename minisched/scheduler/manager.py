@@ -11,6 +11,7 @@ from minisched.api.validation import parameter_types
 from minisched import exception
 from minisched import manager
 from minisched import rpc
+from minisched import utils
 from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import request_spec as request_spec_obj
@@ -45,6 +46,9 @@ class SchedulerManager(manager.Manager):
         #: Appends each request and its answer to ``[scheduler] record_requests_to``.
         self.recorder = recorder.RequestRecorder.from_conf(conf)
         self._cell_servers = {}  # cell bus URL -> RPC server on it
+        #: At most ``[scheduler] max_concurrent_decisions`` requests are decided at once;
+        #: the others wait for a turn in arrival order, using no CPU.
+        self._deciding = utils.Turnstile(conf.scheduler.max_concurrent_decisions)
 
     def post_start_hook(self):
         # Runs in each worker after the fork: build host states before the first request.
@@ -136,12 +140,14 @@ class SchedulerManager(manager.Manager):
             spec_obj = _spec_from_primitives(ctxt, request_spec, filter_properties)
         _validate(spec_obj, instance_uuids)
         return_alternates = bool(return_alternates and return_objects)
-        if self.recorder is None or dry_run:
-            selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids, None,
-                                                         None, None, return_alternates,
-                                                         dry_run=bool(dry_run))
-        else:
-            selections = self._recorded(ctxt, spec_obj, instance_uuids, return_alternates)
+        with self._deciding:
+            if self.recorder is None or dry_run:
+                selections = self.driver.select_destinations(
+                    ctxt, spec_obj, instance_uuids, None, None, None, return_alternates,
+                    dry_run=bool(dry_run))
+            else:
+                selections = self._recorded(ctxt, spec_obj, instance_uuids,
+                                            return_alternates)
         if not return_objects:
             return jsonutils.to_primitive([sel[0].to_dict() for sel in selections])
         return selections
