@@ -1,4 +1,5 @@
 """Command-line and config-file parsing shared by every minisched command."""
+import os
 import re
 import ssl
 import sys
@@ -36,6 +37,22 @@ def register_log_opts(conf):
         _log_registered = True
 
 
+#: The configuration file a command reads when it is given neither ``--config-file`` nor
+#: ``--config-dir`` (before oslo.config's default search); ``minisched-cluster up`` writes
+#: an env file that exports it.
+CONFIG_FILE_ENV = 'MINISCHED_CONFIG_FILE'
+
+
+def env_config_files(argv, environ=None):
+    """``[path]`` from :data:`CONFIG_FILE_ENV` when ``argv`` names no configuration file or
+    directory, else None (oslo.config's own search, or the arguments, decide)."""
+    from minisched import monkey_patch
+    path = (os.environ if environ is None else environ).get(CONFIG_FILE_ENV, '').strip()
+    if not path or monkey_patch.config_file_args(argv):
+        return None
+    return [path]
+
+
 def parse_args(argv, default_config_files=None, init_rpc=True):
     """Parse ``argv`` into CONF, validate every value, then set up RPC.
 
@@ -47,6 +64,8 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     withdraw_shell_completion(CONF)
     rpc.set_defaults()
     prog = argv[0].rsplit('/', 1)[-1] if argv else 'minisched'
+    if default_config_files is None:
+        default_config_files = env_config_files(argv[1:])
     try:
         CONF(argv[1:], project='minisched', prog=prog, version=version.version_string,
              default_config_files=default_config_files)

@@ -75,11 +75,20 @@ def backend_from_config(argv=None):
     conf = cfg.ConfigOpts()
     conf.register_opt(cfg.StrOpt('concurrency_backend', default='auto',
                                  choices=('auto',) + BACKENDS))
-    args = config_file_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = config_file_args(argv)
+    env_file = os.environ.get('MINISCHED_CONFIG_FILE', '').strip()  # config.CONFIG_FILE_ENV
+    from_env = not args and bool(env_file)
+    if from_env:
+        args = ['--config-file', env_file]
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else 'minisched'
     try:
         conf(args, project='minisched', prog=prog, validate_default_values=True)
         return conf.concurrency_backend
+    except cfg.ConfigFilesNotFoundError as exc:  # not this option's fault: the file's
+        sys.stderr.write('%s: error: %s%s\n' % (
+            prog, exc, ' (MINISCHED_CONFIG_FILE)' if from_env else ''))
+        sys.exit(1)
     except (cfg.Error, ValueError) as exc:
         sys.stderr.write('%s: error: [DEFAULT] concurrency_backend: %s\n'
                          % (prog, str(exc).splitlines()[0]))

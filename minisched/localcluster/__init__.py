@@ -230,9 +230,7 @@ class LocalCluster:
         self._write(path, [
             '# Source this file: minisched-manage then uses the cluster under %s.'
             % self.state_dir,
-            'export MINISCHED_CONFIG_FILE=%s' % shlex.quote(self.config_file),
-            'alias minisched-manage=%s' % shlex.quote(
-                'minisched-manage --config-file %s' % shlex.quote(self.config_file))])
+            'export MINISCHED_CONFIG_FILE=%s' % shlex.quote(self.config_file)])
         return path
 
     def record_vhost(self, vhost):

@@ -5,9 +5,11 @@ import argparse
 import io
 import os
 import subprocess
+import sys
 
 import pytest
 
+from minisched import config
 from minisched import localcluster
 from minisched.localcluster import broker
 from tests.unit import base
@@ -108,14 +110,40 @@ def test_the_env_file_points_minisched_manage_at_the_cluster(tmp_path):
     cluster.write_config()
     path = cluster.write_env_file()
     assert path == os.path.join(cluster.state_dir, 'minisched.env')
-    # What a shell makes of it (the directory's name has a quote and a space).
-    shell = subprocess.run(
-        ['bash', '-c', 'shopt -s expand_aliases; source "$1"; printf "%s\\n" '
-         '"$MINISCHED_CONFIG_FILE"; eval "set -- ${BASH_ALIASES[minisched-manage]}"; '
-         'printf "%s\\n" "$@"', 'bash', path], capture_output=True, text=True, check=True)
-    assert shell.stdout.splitlines() == [cluster.config_file, 'minisched-manage',
-                                         '--config-file', cluster.config_file]
     assert os.stat(path).st_mode & 0o777 == 0o600
+    # Sourced by a script (no aliases there; the directory's name has a quote and a space),
+    # minisched-manage then works on the cluster's databases: the API one appears where
+    # the cluster's configuration puts it, and nothing under the default state path.
+    home = tmp_path / 'home'
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home))
+    env.pop(config.CONFIG_FILE_ENV, None)
+    shell = subprocess.run(
+        ['bash', '-c', 'source "$1"; printf "%s\\n" "$MINISCHED_CONFIG_FILE"; '
+         '"$2" -m minisched.cmd.manage api_db sync', 'bash', path, sys.executable],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.splitlines()[0] == cluster.config_file
+    databases = sorted(name for name in os.listdir(cluster.state_dir)
+                       if name.endswith('.sqlite'))
+    assert databases, os.listdir(cluster.state_dir)
+    assert not (home / '.local').exists()
+
+
+def test_a_config_file_given_wins_over_the_environment(tmp_path):
+    given, exported = str(tmp_path / 'given.conf'), str(tmp_path / 'exported.conf')
+    env = {config.CONFIG_FILE_ENV: exported}
+    assert config.env_config_files([], env) == [exported]
+    assert config.env_config_files(['--config-file', given], env) is None
+    assert config.env_config_files(['--config-dir=%s' % tmp_path], env) is None
+    assert config.env_config_files([], {config.CONFIG_FILE_ENV: ' '}) is None
+    # A file that is not there: one line naming it, exit 1.
+    result = subprocess.run([sys.executable, '-m', 'minisched.cmd.manage', 'service', 'list'],
+                            capture_output=True, text=True,
+                            env=dict(os.environ, **env, HOME=str(tmp_path)))
+    assert result.returncode == 1, result
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert exported in result.stderr
 
 
 def test_the_recorded_vhost_keeps_no_password(tmp_path):

@@ -112,6 +112,26 @@ class TestOption:
         assert len(lines) == 1, result.stderr
         assert 'concurrency_backend' in lines[0] and 'greenlets' in lines[0]
 
+    def test_the_exported_config_file_is_read_early_too(self, tmp_path):
+        conf = write_conf(tmp_path, '[DEFAULT]\nconcurrency_backend = eventlet\n')
+        assert backend_of('minisched.cmd.scheduler',
+                          env={'MINISCHED_CONFIG_FILE': conf})[:2] == (True, 'eventlet')
+        # ... unless a file is given: the arguments win.
+        given = write_conf(tmp_path, '[DEFAULT]\n', 'given.conf')
+        assert backend_of('minisched.cmd.scheduler', ['--config-file', given],
+                          env={'MINISCHED_CONFIG_FILE': conf})[:2] == (False, 'threading')
+
+    @pytest.mark.parametrize('exported', [False, True])
+    def test_a_missing_file_is_named_not_the_option(self, tmp_path, exported):
+        missing = str(tmp_path / 'nowhere.conf')
+        result = probe('minisched.cmd.conductor', [] if exported else ['--config-file', missing],
+                       env={'MINISCHED_CONFIG_FILE': missing} if exported else None)
+        assert result.returncode == 1
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert 'concurrency_backend' not in lines[0] and missing in lines[0]
+        assert ('MINISCHED_CONFIG_FILE' in lines[0]) == exported
+
 
 class TestChoose:
     """The rules, in this process (no patching: ``choose`` only decides)."""
