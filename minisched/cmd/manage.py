@@ -249,6 +249,22 @@ def unconfigured_database(category, action=None):
 
 
 def main(argv=None):
+    """Run one action; its exit status. Output cut short by a reader that stopped
+    (``minisched-manage server list | head -1``) ends the command quietly with status 1,
+    as with the ``openstack`` client, not with a traceback."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # also after --help's SystemExit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and report that it cannot.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     prog = argv[0].rsplit('/', 1)[-1]
     CONF.register_cli_opt(CATEGORY_OPT)

@@ -199,8 +199,12 @@ class ServerCommands:
     def create(self, flavor, image_properties=None, image_id=None, availability_zone=None,
                hints=None, group=None, num_instances=1, name=None, wait=False,
                timeout=WAIT_TIMEOUT, project=manage_scheduler.DEFAULT_OWNER,
-               user=manage_scheduler.DEFAULT_OWNER, properties=None):
+               user=manage_scheduler.DEFAULT_OWNER, properties=None, server_name=None):
         ctxt = context.RequestContext(user_id=user, project_id=project, is_admin=True)
+        if server_name is not None and name is not None and server_name != name:
+            return manage_flavor.error('Two names given: %r and --name %r; give one.'
+                                       % (server_name, name))
+        name = name if name is not None else server_name
         if image_id is not None and not uuidutils.is_uuid_like(image_id):
             return manage_flavor.error('Image id must be a UUID: %r' % image_id)
         found_flavor = manage_flavor.find_flavor(ctxt, flavor)
@@ -328,15 +332,19 @@ def add_parsers(actions):
     manage_scheduler.add_request_arguments(create)
     create.add_argument('--group', dest='action_kwarg_group', metavar='NAME|UUID',
                         help='Server group the instances join.')
+    create.add_argument('action_kwarg_server_name', metavar='NAME', nargs='?',
+                        help='Display name, as in "openstack server create --flavor F NAME" '
+                             '(NAME-1, NAME-2... for several; default server).')
     create.add_argument('--name', dest='action_kwarg_name', metavar='NAME',
-                        help='Display name (NAME-1, NAME-2... for several; default server).')
+                        help='The same as NAME.')
     manage_flavor.add_property_argument(create, help_text='Metadata of the instances '
                                                           '(repeatable).')
     _add_wait_arguments(create, 'until every instance is ACTIVE or ERROR')
     manage_scheduler.add_owner_arguments(create)
     create.set_defaults(action_fn=commands.create, action_kwargs=[
         'flavor', 'image_properties', 'image_id', 'availability_zone', 'hints', 'group',
-        'num_instances', 'name', 'wait', 'timeout', 'project', 'user', 'properties'])
+        'num_instances', 'name', 'wait', 'timeout', 'project', 'user', 'properties',
+        'server_name'])
 
     manage_display.add_command(actions, 'list', manage_display.Lister(
         commands.list, ['host', 'all_projects', 'all', 'project', 'user'], _list_arguments),

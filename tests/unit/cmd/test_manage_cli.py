@@ -445,6 +445,16 @@ def test_server_create_passes_the_request_and_waits(run, compute):
                                     (uuids.b, 'c2', 'ACTIVE', 'Running', 'f1')]
 
 
+def test_server_create_takes_the_name_as_openstack_does(run, compute):
+    run('flavor', 'create', 'f1', '--ram', 64, '--vcpus', 1, '--disk', 0)
+    assert run('server', 'create', '--flavor', 'f1', 'web-1')[0] == 0
+    assert run('server', 'create', 'web-2', '--flavor', 'f1', '--name', 'web-2')[0] == 0
+    assert [call[3]['display_name'] for call in compute.calls] == ['web-1', 'web-2']
+    code, _, err = run('server', 'create', '--flavor', 'f1', '--name', 'a', 'b')
+    assert (code, err) == (1, "Two names given: 'b' and --name 'a'; give one.\n")
+    assert len(compute.calls) == 2
+
+
 def test_server_create_wait_fails_when_an_instance_is_in_error(run, compute):
     run('flavor', 'create', 'f1', '--ram', 64, '--vcpus', 1, '--disk', 0)
     compute.instances[uuids.b] = _instance(uuids.b, vm_state=instance_obj.ERROR, host=None)

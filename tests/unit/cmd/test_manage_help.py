@@ -64,3 +64,25 @@ def test_list_help_offers_openstacks_output_options(help_of):
     assert '--all ' not in text  # the deprecated spelling works, unadvertised
     assert 'Instance name or UUID' in help_of('server', 'show')
     assert 'Instance name or UUID' in help_of('server', 'delete')
+
+
+
+def test_a_reader_that_stopped_ends_the_command_quietly(tmp_path):
+    # As 'minisched-manage flavor create ... | head -1' once its reader has gone.
+    import os
+    import subprocess
+    import sys
+    conf = tmp_path / 'minisched.conf'
+    conf.write_text('[api_database]\nconnection = sqlite:///%s\n' % (tmp_path / 'api.sqlite'))
+    manage_cmd = [sys.executable, '-m', 'minisched.cmd.manage', '--config-file', str(conf)]
+    subprocess.run(manage_cmd + ['api_db', 'sync'], check=True, capture_output=True,
+                   timeout=120)
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run(manage_cmd + ['flavor', 'create', '--ram', '64', '--vcpus',
+                                              '1', '--disk', '0', 'tiny'],
+                                stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, '')
