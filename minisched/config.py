@@ -1,5 +1,4 @@
 """Command-line and config-file parsing shared by every minisched command."""
-import os
 import re
 import ssl
 import sys
@@ -9,6 +8,7 @@ from oslo_log import log as logging
 
 from minisched import conf as ms_conf
 from minisched import exception
+from minisched import monkey_patch
 from minisched import rpc
 from minisched.messaging import incoming
 from minisched import version
@@ -37,22 +37,6 @@ def register_log_opts(conf):
         _log_registered = True
 
 
-#: The configuration file a command reads when it is given neither ``--config-file`` nor
-#: ``--config-dir`` (before oslo.config's default search); ``minisched-cluster up`` writes
-#: an env file that exports it.
-CONFIG_FILE_ENV = 'MINISCHED_CONFIG_FILE'
-
-
-def env_config_files(argv, environ=None):
-    """``[path]`` from :data:`CONFIG_FILE_ENV` when ``argv`` names no configuration file or
-    directory, else None (oslo.config's own search, or the arguments, decide)."""
-    from minisched import monkey_patch
-    path = (os.environ if environ is None else environ).get(CONFIG_FILE_ENV, '').strip()
-    if not path or monkey_patch.config_file_args(argv):
-        return None
-    return [path]
-
-
 def parse_args(argv, default_config_files=None, init_rpc=True):
     """Parse ``argv`` into CONF, validate every value, then set up RPC.
 
@@ -65,7 +49,7 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     rpc.set_defaults()
     prog = argv[0].rsplit('/', 1)[-1] if argv else 'minisched'
     if default_config_files is None:
-        default_config_files = env_config_files(argv[1:])
+        default_config_files = monkey_patch.env_config_files(argv[1:])  # or None
     try:
         CONF(argv[1:], project='minisched', prog=prog, version=version.version_string,
              default_config_files=default_config_files)

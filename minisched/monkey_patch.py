@@ -27,6 +27,9 @@ import sys
 
 #: The environment variable that wins over ``[DEFAULT] concurrency_backend``.
 ENV = 'OS_MINISCHED_DISABLE_EVENTLET_PATCHING'
+#: The configuration file of a command given neither ``--config-file`` nor ``--config-dir``
+#: (before oslo.config's default search); ``minisched-cluster up``'s env file exports it.
+CONFIG_FILE_ENV = 'MINISCHED_CONFIG_FILE'
 #: Values of :data:`ENV` that choose native threading; any other non-empty one, eventlet.
 THREADING_VALUES = ('1', 'true', 'yes')
 BACKENDS = ('threading', 'eventlet')
@@ -62,6 +65,15 @@ def config_file_args(argv):
     return found
 
 
+def env_config_files(argv, environ=None):
+    """``[path]`` from :data:`CONFIG_FILE_ENV` when ``argv`` names no configuration file or
+    directory, else None (the arguments, or oslo.config's default search, decide)."""
+    path = (os.environ if environ is None else environ).get(CONFIG_FILE_ENV, '').strip()
+    if not path or config_file_args(argv):
+        return None
+    return [path]
+
+
 def backend_from_config(argv=None):
     """``[DEFAULT] concurrency_backend`` of the config files ``argv`` names (default: this
     process's arguments), read before anything else; ``'auto'`` when unset.
@@ -77,17 +89,16 @@ def backend_from_config(argv=None):
                                  choices=('auto',) + BACKENDS))
     argv = sys.argv[1:] if argv is None else argv
     args = config_file_args(argv)
-    env_file = os.environ.get('MINISCHED_CONFIG_FILE', '').strip()  # config.CONFIG_FILE_ENV
-    from_env = not args and bool(env_file)
+    from_env = env_config_files(argv)
     if from_env:
-        args = ['--config-file', env_file]
+        args = ['--config-file', from_env[0]]
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else 'minisched'
     try:
         conf(args, project='minisched', prog=prog, validate_default_values=True)
         return conf.concurrency_backend
     except cfg.ConfigFilesNotFoundError as exc:  # not this option's fault: the file's
         sys.stderr.write('%s: error: %s%s\n' % (
-            prog, exc, ' (MINISCHED_CONFIG_FILE)' if from_env else ''))
+            prog, exc, ' (%s)' % CONFIG_FILE_ENV if from_env else ''))
         sys.exit(1)
     except (cfg.Error, ValueError) as exc:
         sys.stderr.write('%s: error: [DEFAULT] concurrency_backend: %s\n'

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from minisched import config
 from minisched import localcluster
+from minisched import monkey_patch
 from minisched.localcluster import broker
 from tests.unit import base
 
@@ -117,7 +117,7 @@ def test_the_env_file_points_minisched_manage_at_the_cluster(tmp_path):
     home = tmp_path / 'home'
     home.mkdir()
     env = dict(os.environ, HOME=str(home))
-    env.pop(config.CONFIG_FILE_ENV, None)
+    env.pop(monkey_patch.CONFIG_FILE_ENV, None)
     shell = subprocess.run(
         ['bash', '-c', 'source "$1"; printf "%s\\n" "$MINISCHED_CONFIG_FILE"; '
          '"$2" -m minisched.cmd.manage api_db sync', 'bash', path, sys.executable],
@@ -132,11 +132,11 @@ def test_the_env_file_points_minisched_manage_at_the_cluster(tmp_path):
 
 def test_a_config_file_given_wins_over_the_environment(tmp_path):
     given, exported = str(tmp_path / 'given.conf'), str(tmp_path / 'exported.conf')
-    env = {config.CONFIG_FILE_ENV: exported}
-    assert config.env_config_files([], env) == [exported]
-    assert config.env_config_files(['--config-file', given], env) is None
-    assert config.env_config_files(['--config-dir=%s' % tmp_path], env) is None
-    assert config.env_config_files([], {config.CONFIG_FILE_ENV: ' '}) is None
+    env = {monkey_patch.CONFIG_FILE_ENV: exported}
+    assert monkey_patch.env_config_files([], env) == [exported]
+    assert monkey_patch.env_config_files(['--config-file', given], env) is None
+    assert monkey_patch.env_config_files(['--config-dir=%s' % tmp_path], env) is None
+    assert monkey_patch.env_config_files([], {monkey_patch.CONFIG_FILE_ENV: ' '}) is None
     # A file that is not there: one line naming it, exit 1.
     result = subprocess.run([sys.executable, '-m', 'minisched.cmd.manage', 'service', 'list'],
                             capture_output=True, text=True,
