@@ -251,7 +251,7 @@ def unconfigured_database(category, action=None):
 def main(argv=None):
     """Run one action; its exit status. Output cut short by a reader that stopped
     (``minisched-manage server list | head -1``) ends the command quietly with status 1,
-    as with the ``openstack`` client, not with a traceback."""
+    not with a traceback."""
     try:
         try:
             return _main(argv)
