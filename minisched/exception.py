@@ -59,6 +59,13 @@ class ObjectActionError(MinischedException):
     msg_fmt = 'Object action %(action)s failed because: %(reason)s'
 
 
+class ObjectMethodNotSupported(MinischedException):
+    """A remotable method Nova's object has and minisched keeps for the wire, but cannot run
+    (the data behind it, a Neutron or Nova API table, does not exist here)."""
+    msg_fmt = '%(objname)s.%(method)s is not supported by minisched: %(reason)s'
+    code = 501
+
+
 class OrphanedObjectError(MinischedException):
     msg_fmt = 'Cannot call %(method)s on orphaned %(objtype)s object'
 

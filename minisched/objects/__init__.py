@@ -23,6 +23,7 @@ def register_all():
     __import__('minisched.objects.pci_device')
     __import__('minisched.objects.pci_device_pool')
     __import__('minisched.objects.request_spec')
+    __import__('minisched.objects.security_group')
     __import__('minisched.objects.selection')
     __import__('minisched.objects.service')
     __import__('minisched.objects.virt_cpu_topology')

@@ -57,6 +57,8 @@ OBJECT_HASHES = {
     'RequestSpec': '1.11-fd9427574f0138f9f4330ca09a408edd',
     'SchedulerLimits': '1.0-249c4bd8e62a9b327b7026b7f19cc641',
     'SchedulerRetries': '1.1-3c9c8b16143ebbb6ad7030e999d14cc0',
+    'SecurityGroup': '1.2-86d67d8d3ab0c971e1dc86e02f9524a8',
+    'SecurityGroupList': '1.1-c655ed13298e630f4d398152f7d08d71',
     'Selection': '1.1-548e3c2f04da2a61ceaf9c4e1589f264',
     'Service': '1.22-57ed2355074b9bd94485676c8bd8ae40',
     'ServiceList': '1.19-6c52cb616621c1af2415dcc11faf5c1a',
