@@ -25,11 +25,11 @@ OBJECT_HASHES = {
     'Destination': '1.2-74854e8cfe7fe616294d93a5d189d885',
     'Flavor': '1.2-304171f8fac00ee404c4a20828da374d',
     'FlavorList': '1.1-4ee0d9efdfd681fed822da88376e04d2',
-    'HVSpec': '1.2-00fa498bbb38b86064da775ef9474569',
+    'HVSpec': '1.2-de06bcec472a2f04966b855a49c46b41',
     'HostMapping': '1.0-1441319dc4ad0abbfff131ba1fd81661',
     'HostMappingList': '1.1-18ac2bfb8c1eb5545bed856da58a79bc',
     'ImageMeta': '1.8-642d1b2eb3e880a367f37d72dd76162d',
-    'ImageMetaProps': '1.36-04a2e4a8f1917348019d22bba16065f4',
+    'ImageMetaProps': '1.44-fd4f63a7cfab5a0ea0e034c40a554b26',
     'Instance': '2.4-828721e8c8023e07d6bfbace6a1d93d7',
     'InstanceAction': '1.2-fefb17d3f0f89b664eb5b800c353199e',
     'InstanceActionEvent': '1.5-2fe2c9fd0b404f752531f9c743c5269e',
@@ -70,7 +70,7 @@ OBJECT_RELATIONSHIPS = {
     'BuildRequest': {'Instance': '2.4'},
     'Destination': {'CellMapping': '1.1'},
     'HostMapping': {'CellMapping': '1.1'},
-    'ImageMeta': {'ImageMetaProps': '1.36'},
+    'ImageMeta': {'ImageMetaProps': '1.44'},
     'ComputeNode': {'PciDevicePoolList': '1.1'},
     'Instance': {'Flavor': '1.2', 'InstanceNUMATopology': '1.3', 'InstancePCIRequests': '1.1',
                  'PciDeviceList': '1.3'},
@@ -182,10 +182,13 @@ class TestMakeCompatible(test_base.TestCase):
         self.assertNotIn('disabled', self._data(cell, '1.0'))
         self.assertTrue(self._data(cell, '1.1')['disabled'])
 
-    def test_image_signature_hash_method_dropped_before_1_13(self):
-        props = objects.ImageMetaProps(img_signature_hash_method='SHA-256')
-        self.assertNotIn('img_signature_hash_method', self._data(props, '1.12'))
-        self.assertIn('img_signature_hash_method', self._data(props, '1.13'))
+    def test_image_secure_boot_dropped_before_1_13(self):
+        # The signature properties of 1.12 are never dropped (as in Nova).
+        props = objects.ImageMetaProps(os_secure_boot='required',
+                                       img_signature_hash_method='SHA-256')
+        self.assertNotIn('os_secure_boot', self._data(props, '1.12'))
+        self.assertIn('os_secure_boot', self._data(props, '1.13'))
+        self.assertIn('img_signature_hash_method', self._data(props, '1.0'))
 
     def test_child_object_backported_with_the_manifest(self):
         destination = objects.Destination(
