@@ -1,5 +1,6 @@
 """What a build asks of the scheduler: flavor, image, placement hints, group and retries."""
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 
 from minisched.db import lazy
 from minisched import objects
@@ -66,16 +67,122 @@ class SchedulerRetries(base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class Destination(base.MinischedObject):
-    """A requested destination: a host, optionally a node, optionally a cell."""
+    """A requested destination: a host, optionally a node, optionally a cell.
 
-    VERSION = '1.2'
+    1.1 ``cell``; 1.2 ``aggregates``; 1.3 ``allow_cross_cell_move``; 1.4
+    ``forbidden_aggregates``.
+    """
+
+    VERSION = '1.4'
 
     fields = {
         'host': fields.StringField(),
         'node': fields.StringField(nullable=True),
         'cell': fields.ObjectField('CellMapping', nullable=True),
+        # Sets of aggregate uuids: the host must be in at least one of each set.
         'aggregates': fields.ListOfStringsField(nullable=True, default=None),
+        # With a cell: may the request leave it (a cross-cell move)? Else only that cell.
+        'allow_cross_cell_move': fields.BooleanField(default=False),
+        # Aggregates the host must be in none of (Nova's isolate_aggregates filter).
+        'forbidden_aggregates': fields.SetOfStringsField(nullable=True, default=None),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {(1, 4): ('forbidden_aggregates',),
+                                                (1, 3): ('allow_cross_cell_move',),
+                                                (1, 2): ('aggregates',),
+                                                (1, 1): ('cell',)})
+
+    def obj_load_attr(self, attrname):
+        self.obj_set_defaults(attrname)
+
+    def require_aggregates(self, aggregates):
+        """Require the host in one of ``aggregates`` (AND'd with the sets given before)."""
+        if self.aggregates is None:
+            self.aggregates = []
+        self.aggregates.append(','.join(aggregates))
+
+    def append_forbidden_aggregates(self, forbidden_aggregates):
+        if self.forbidden_aggregates is None:
+            self.forbidden_aggregates = set()
+        self.forbidden_aggregates |= forbidden_aggregates
+
+
+@base.MinischedObjectRegistry.register
+class RequestGroup(base.MinischedObject):
+    """A group of resources and traits to be found on one provider (or spread over the
+    tree when ``use_same_provider`` is false): the unit of Nova's placement query.
+
+    minisched asks no placement service: the groups a Nova client sends (a port's bandwidth,
+    a flavor's ``resourcesN``) are carried as they come. Defaults are set at creation.
+    1.1 ``requester_id`` and ``provider_uuids``; 1.2 ``in_tree``; 1.3 ``forbidden_aggregates``.
+    """
+
+    VERSION = '1.3'
+
+    fields = {
+        'use_same_provider': fields.BooleanField(default=True),
+        'resources': fields.DictOfIntegersField(default={}),
+        'required_traits': fields.SetOfStringsField(default=set()),
+        'forbidden_traits': fields.SetOfStringsField(default=set()),
+        # [[agg1], [agg2, agg3]]: in agg1, and in agg2 or agg3.
+        'aggregates': fields.ListOfListsOfStringsField(default=[]),
+        'forbidden_aggregates': fields.SetOfStringsField(default=set()),
+        # Who asked (a port uuid, a group suffix): not always a uuid.
+        'requester_id': fields.StringField(nullable=True, default=None),
+        # The providers that together fulfil the group, once chosen.
+        'provider_uuids': fields.ListOfUUIDField(default=[]),
+        'in_tree': fields.UUIDField(nullable=True, default=None),
+    }
+
+    def __init__(self, context=None, **kwargs):
+        super().__init__(context, **kwargs)
+        self.obj_set_defaults()  # every field not given (Nova's EphemeralObject)
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {(1, 3): ('forbidden_aggregates',),
+                                                (1, 2): ('in_tree',),
+                                                (1, 1): ('requester_id', 'provider_uuids')})
+
+    def is_empty(self):
+        return not any((self.resources, self.required_traits, self.forbidden_traits,
+                        self.aggregates, self.forbidden_aggregates))
+
+    def strip_zeros(self):
+        """Drop the resources asked for in an amount of zero."""
+        for rclass in [rc for rc, amount in self.resources.items() if amount == 0]:
+            del self.resources[rclass]
+
+
+@base.MinischedObjectRegistry.register
+class RequestLevelParams(base.MinischedObject):
+    """What applies to the request as a whole rather than to one group (Nova sends it to
+    placement beside the groups). 1.1 ``same_subtree``."""
+
+    VERSION = '1.1'
+
+    fields = {
+        # Traits the root provider must have / must not have.
+        'root_required': fields.SetOfStringsField(default=set()),
+        'root_forbidden': fields.SetOfStringsField(default=set()),
+        # Lists of group suffixes to be fulfilled from one provider subtree.
+        'same_subtree': fields.ListOfListsOfStringsField(default=list()),
+    }
+
+    def obj_load_attr(self, attrname):
+        self.obj_set_defaults(attrname)
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {(1, 1): ('same_subtree',)})
+
+    def extend_with(self, other):
+        """AND ``other``'s requirements with these."""
+        self.root_required = self.root_required | other.root_required
+        self.root_forbidden = self.root_forbidden | other.root_forbidden
+        self.same_subtree.extend(other.same_subtree)
 
 
 @base.MinischedObjectRegistry.register
@@ -283,6 +390,16 @@ class RequestSpec(base.MinischedObject):
     @base.remotable_classmethod
     def destroy_by_instance_uuid(cls, context, instance_uuid):
         api_db.request_spec_destroy(context, instance_uuid)
+
+
+def _drop_newer(primitive, target_version, added_in):
+    """Remove from ``primitive`` the fields ``added_in`` (``{(major, minor): names}``) says
+    came after ``target_version``."""
+    target = versionutils.convert_version_to_tuple(target_version)
+    for version, names in added_in.items():
+        if target < version:
+            for name in names:
+                primitive.pop(name, None)
 
 
 def _numa_topology_from(value):

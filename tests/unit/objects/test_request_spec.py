@@ -155,3 +155,98 @@ class TestRequestSpecFields(test_base.TestCase):
         limits = request_spec.SchedulerLimits.from_dict({'vcpu': 4})
         self.assertEqual({'vcpu': 4}, limits.to_dict())
         self.assertIsNone(limits.memory_mb)
+
+
+def _data(obj, version, **manifest):
+    """The fields ``obj`` sends to a peer at ``version`` (and its children at ``manifest``'s),
+    as the backport (obj_make_compatible) leaves them."""
+    manifest = dict(manifest, **{obj.obj_name(): version}) if manifest else None
+    return obj.obj_to_primitive(target_version=version,
+                                version_manifest=manifest)['minisched_object.data']
+
+
+class TestRequestSpecChildren(test_base.TestCase):
+    """Destination 1.4, RequestGroup, RequestLevelParams and NetworkRequest(List), as Nova's."""
+
+    def test_destination_defaults_and_backports(self):
+        dest = objects.Destination(host='host1', cell=objects.CellMapping(uuid=uuids.cell))
+        self.assertEqual((None, False, None), (dest.aggregates, dest.allow_cross_cell_move,
+                                               dest.forbidden_aggregates))
+        dest.require_aggregates(['a', 'b'])
+        dest.require_aggregates(['c'])
+        dest.append_forbidden_aggregates({'x'})
+        self.assertEqual((['a,b', 'c'], {'x'}), (dest.aggregates, dest.forbidden_aggregates))
+        dest.allow_cross_cell_move = True
+        for version, gone in (('1.3', 'forbidden_aggregates'), ('1.2', 'allow_cross_cell_move'),
+                              ('1.1', 'aggregates'), ('1.0', 'cell')):
+            self.assertNotIn(gone, _data(dest, version, CellMapping='1.1'), version)
+        self.assertIn('cell', _data(dest, '1.1', CellMapping='1.1'))
+
+    def test_request_group_has_its_defaults_from_creation(self):
+        group = objects.RequestGroup(resources={'VCPU': 1, 'MEMORY_MB': 0},
+                                     requester_id='port1')
+        self.assertEqual((True, set(), [], set(), [], None),
+                         (group.use_same_provider, group.required_traits, group.aggregates,
+                          group.forbidden_aggregates, group.provider_uuids, group.in_tree))
+        self.assertFalse(group.is_empty())
+        group.strip_zeros()
+        self.assertEqual({'VCPU': 1}, group.resources)
+        self.assertTrue(objects.RequestGroup().is_empty())
+        # The defaults are not shared between groups.
+        other = objects.RequestGroup()
+        other.required_traits.add('CUSTOM_X')
+        self.assertEqual(set(), objects.RequestGroup().required_traits)
+
+    def test_request_group_backports(self):
+        group = objects.RequestGroup(in_tree=uuids.root, forbidden_aggregates={'a'})
+        for version, gone in (('1.2', 'forbidden_aggregates'), ('1.1', 'in_tree'),
+                              ('1.0', 'requester_id'), ('1.0', 'provider_uuids')):
+            self.assertNotIn(gone, _data(group, version), version)
+        self.assertIn('in_tree', _data(group, '1.2'))
+
+    def test_request_group_survives_the_wire_whole(self):
+        group = objects.RequestGroup(resources={'NET_BW_EGR_KILOBIT_PER_SEC': 1000},
+                                     required_traits={'CUSTOM_PHYSNET_2'},
+                                     aggregates=[['a'], ['b', 'c']], requester_id=uuids.port,
+                                     provider_uuids=[uuids.rp])
+        back = objects.RequestGroup.obj_from_primitive(group.obj_to_primitive())
+        self.assertEqual(group.obj_to_primitive(), back.obj_to_primitive())
+
+    def test_request_level_params(self):
+        params = objects.RequestLevelParams(root_required={'A'})
+        self.assertEqual((set(), []), (params.root_forbidden, params.same_subtree))
+        params.extend_with(objects.RequestLevelParams(root_required={'B'},
+                                                      same_subtree=[['_1', '_2']]))
+        self.assertEqual(({'A', 'B'}, [['_1', '_2']]), (params.root_required,
+                                                       params.same_subtree))
+        self.assertNotIn('same_subtree', _data(params, '1.0'))
+
+    def test_network_requests_as_tuples(self):
+        tuples = [('net1', '10.0.0.2', None, None, None, None),
+                  (None, None, uuids.port, uuids.pci, uuids.arq, 'profile1')]
+        requests = objects.NetworkRequestList.from_tuples(tuples)
+        self.assertEqual(tuples, requests.as_tuples())
+        self.assertFalse(requests.auto_allocate)
+        self.assertTrue(objects.NetworkRequestList.from_tuples(
+            [('auto', None, None, None, None, None)]).auto_allocate)
+        self.assertTrue(objects.NetworkRequestList.from_tuples(
+            [('none', None, None, None, None, None)]).no_allocate)
+        self.assertIsNone(objects.NetworkRequest().tag)  # any unset field reads None
+        request = requests[1]
+        request.tag = 'nic1'
+        for version, gone in (('1.2', 'arq_uuid'), ('1.2', 'device_profile'), ('1.1', 'tag'),
+                              ('1.0', 'pci_request_id')):
+            self.assertNotIn(gone, _data(request, version), version)
+        self.assertIn('tag', _data(request, '1.2'))
+
+    def test_network_request_address_must_be_an_ip(self):
+        self.assertRaises(ValueError, objects.NetworkRequest, address='not-an-ip')
+
+    def test_a_cross_cell_move_is_not_restricted_to_its_destination_cell(self):
+        from minisched.scheduler import host_manager
+        cell = objects.CellMapping(uuid=uuids.cell)
+        spec = fakes.fake_spec()
+        spec.requested_destination = objects.Destination(host='host1', cell=cell)
+        self.assertIs(cell, host_manager.requested_cell(spec))
+        spec.requested_destination.allow_cross_cell_move = True
+        self.assertIsNone(host_manager.requested_cell(spec))
