@@ -3,6 +3,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 
 from minisched.db import lazy
+from minisched import exception
 from minisched import objects
 from minisched.objects import base
 from minisched.objects import compute_node as compute_node_obj
@@ -187,10 +188,17 @@ class RequestLevelParams(base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class RequestSpec(base.MinischedObject):
-    """Nova's RequestSpec at 1.11, every field of that version (``numa_topology``,
-    ``pci_requests`` and ``network_metadata`` are objects, as in Nova)."""
+    """Nova's RequestSpec at 1.15, every field of that version.
 
-    VERSION = '1.11'
+    1.6 ``requested_destination``; 1.7 ``destroy()``; 1.8 ``security_groups``; 1.9
+    ``user_id``; 1.10 ``network_metadata``; 1.11 ``is_bfv``; 1.12 ``requested_resources``;
+    1.13 ``request_level_params``; 1.14 ``requested_networks``; 1.15
+    ``get_by_instance_uuids()``. minisched has no placement and no network service: the
+    resource groups, request level parameters, networks and security groups a Nova client
+    sends are carried as they come.
+    """
+
+    VERSION = '1.15'
 
     fields = {
         'id': fields.IntegerField(),
@@ -202,7 +210,10 @@ class RequestSpec(base.MinischedObject):
         'availability_zone': fields.StringField(nullable=True),
         'flavor': fields.ObjectField('Flavor', nullable=False),
         'num_instances': fields.IntegerField(default=1),
+        # Per request (never stored): ignore_hosts, requested_destination, retry,
+        # network_metadata, requested_resources, request_level_params, requested_networks.
         'ignore_hosts': fields.ListOfStringsField(nullable=True),
+        # A list, though only one host (node) can ever be forced.
         'force_hosts': fields.ListOfStringsField(nullable=True),
         'force_nodes': fields.ListOfStringsField(nullable=True),
         'requested_destination': fields.ObjectField('Destination', nullable=True,
@@ -210,12 +221,26 @@ class RequestSpec(base.MinischedObject):
         'retry': fields.ObjectField('SchedulerRetries', nullable=True),
         'limits': fields.ObjectField('SchedulerLimits', nullable=True),
         'instance_group': fields.ObjectField('InstanceGroup', nullable=True),
+        # Free form: the API checked the hints the enabled filters know.
         'scheduler_hints': fields.DictOfListOfStringsField(nullable=True),
         'instance_uuid': fields.UUIDField(),
-        'security_groups': fields.ListOfStringsField(nullable=True),
+        'security_groups': fields.ObjectField('SecurityGroupList'),
         'network_metadata': fields.ObjectField('NetworkMetadata'),
         'is_bfv': fields.BooleanField(),
+        # Resource groups beyond the flavor's sizes (a port's bandwidth, say).
+        'requested_resources': fields.ListOfObjectsField('RequestGroup', nullable=True,
+                                                         default=None),
+        'request_level_params': fields.ObjectField('RequestLevelParams'),
+        'requested_networks': fields.ObjectField('NetworkRequestList'),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {
+            (1, 14): ('requested_networks',), (1, 13): ('request_level_params',),
+            (1, 12): ('requested_resources',), (1, 11): ('is_bfv',),
+            (1, 10): ('network_metadata',), (1, 9): ('user_id',), (1, 8): ('security_groups',),
+            (1, 6): ('requested_destination',)})
 
     # Flavor sizes, read through as Nova's properties do.
     @property
@@ -238,12 +263,32 @@ class RequestSpec(base.MinischedObject):
     def swap(self):
         return self.flavor.swap
 
+    @property
+    def root_required(self):
+        return self.request_level_params.root_required
+
+    @property
+    def root_forbidden(self):
+        return self.request_level_params.root_forbidden
+
+    @property
+    def same_subtree(self):
+        return self.request_level_params.same_subtree
+
     def obj_load_attr(self, attrname):
+        """Nova lazy-loads the fields a spec of an older version lacks; minisched also reads
+        an unset nullable field as None and ``num_instances``/``is_bfv`` as their defaults."""
         if attrname in ('ignore_hosts', 'force_hosts', 'force_nodes', 'requested_destination',
                         'retry', 'limits', 'instance_group', 'scheduler_hints', 'image',
-                        'numa_topology', 'pci_requests', 'availability_zone',
-                        'security_groups', 'project_id', 'user_id'):
+                        'numa_topology', 'pci_requests', 'availability_zone', 'project_id',
+                        'user_id', 'requested_resources'):
             setattr(self, attrname, None)
+        elif attrname == 'security_groups':
+            self.security_groups = objects.SecurityGroupList(objects=[])
+        elif attrname == 'request_level_params':
+            self.request_level_params = RequestLevelParams()
+        elif attrname == 'requested_networks':
+            self.requested_networks = objects.NetworkRequestList(objects=[])
         elif attrname == 'num_instances':
             self.num_instances = 1
         elif attrname == 'is_bfv':
@@ -352,9 +397,10 @@ class RequestSpec(base.MinischedObject):
 
     def _to_json(self):
         spec = self.obj_clone()
-        # Per-build state is not stored, as in Nova (nor the network metadata, only of use
-        # while scheduling).
-        for name in ('retry', 'requested_destination', 'limits', 'id', 'network_metadata'):
+        # Per request state is not stored, as in Nova.
+        for name in ('retry', 'requested_destination', 'limits', 'id', 'network_metadata',
+                     'ignore_hosts', 'requested_resources', 'request_level_params',
+                     'requested_networks'):
             if spec.obj_attr_is_set(name):
                 delattr(spec, name)
         if spec.obj_attr_is_set('instance_group') and spec.instance_group:
@@ -365,7 +411,9 @@ class RequestSpec(base.MinischedObject):
 
     @classmethod
     def _from_db(cls, context, db_spec):
-        spec = cls.obj_from_primitive(jsonutils.loads(db_spec['spec']), context=context)
+        primitive = jsonutils.loads(db_spec['spec'])
+        _security_group_names_to_list(primitive)
+        spec = cls.obj_from_primitive(primitive, context=context)
         spec.id = db_spec['id']
         spec._context = context
         spec.obj_reset_changes(recursive=True)
@@ -376,8 +424,16 @@ class RequestSpec(base.MinischedObject):
         return cls._from_db(context, api_db.request_spec_get_by_instance_uuid(context,
                                                                                instance_uuid))
 
+    @base.remotable_classmethod
+    def get_by_instance_uuids(cls, context, instance_uuids):
+        """The specs of those of ``instance_uuids`` that have one (a list, in no order)."""
+        return [cls._from_db(context, db_spec) for db_spec in
+                api_db.request_spec_get_by_instance_uuids(context, instance_uuids)]
+
     @base.remotable
     def create(self):
+        if self.obj_attr_is_set('id'):
+            raise exception.ObjectActionError(action='create', reason='already created')
         db_spec = api_db.request_spec_create(self._context, self.instance_uuid, self._to_json())
         self.id = db_spec['id']
         self.obj_reset_changes(['id'])
@@ -387,9 +443,26 @@ class RequestSpec(base.MinischedObject):
         api_db.request_spec_update(self._context, self.instance_uuid, self._to_json())
         self.obj_reset_changes()
 
-    @base.remotable_classmethod
-    def destroy_by_instance_uuid(cls, context, instance_uuid):
-        api_db.request_spec_destroy(context, instance_uuid)
+    @base.remotable
+    def destroy(self):
+        """Delete the stored spec of ``instance_uuid``; RequestSpecNotFound when none."""
+        api_db.request_spec_destroy(self._context, self.instance_uuid)
+
+    def reset_forced_destinations(self):
+        """Forget the forced host and node for this run only (they stay stored)."""
+        self.force_hosts = None
+        self.force_nodes = None
+        self.obj_reset_changes(['force_hosts', 'force_nodes'])
+
+
+def _security_group_names_to_list(primitive):
+    """A spec stored before 1.15, when minisched kept ``security_groups`` as a list of names
+    (Nova always had a SecurityGroupList), given the list object in its place."""
+    key = primitive.get('minisched_object.data') or {}
+    names = key.get('security_groups')
+    if isinstance(names, list):
+        key['security_groups'] = objects.SecurityGroupList.from_names(
+            [str(name) for name in names]).obj_to_primitive()
 
 
 def _drop_newer(primitive, target_version, added_in):

@@ -1,9 +1,16 @@
-"""RequestSpec: legacy dict forms (RPC 4.0, notifications) and scheduler hints."""
+"""RequestSpec 1.15 and its children: legacy dict forms (RPC 4.0, notifications), scheduler
+hints, backports and what the API database keeps."""
+from oslo_serialization import jsonutils
+
 from minisched import context
+from minisched.db.api import api as api_db
+from minisched import exception
 from minisched import objects
+from minisched.objects import base
 from minisched.objects import request_spec
 from tests.unit import base as test_base
 from tests.unit import fakes
+from tests.unit import sqlite_databases
 
 uuids = test_base.uuids
 
@@ -250,3 +257,114 @@ class TestRequestSpecChildren(test_base.TestCase):
         self.assertIs(cell, host_manager.requested_cell(spec))
         spec.requested_destination.allow_cross_cell_move = True
         self.assertIsNone(host_manager.requested_cell(spec))
+
+
+class TestRequestSpec115(test_base.TestCase):
+    """The fields of 1.12 to 1.15 and security groups as an object list, as Nova's."""
+
+    def test_optional_fields_load_as_novas_defaults(self):
+        spec = objects.RequestSpec(flavor=fakes.fake_flavor())
+        self.assertEqual([], spec.security_groups.objects)
+        self.assertEqual([], spec.requested_networks.objects)
+        self.assertIsNone(spec.requested_resources)
+        self.assertEqual((set(), set(), []), (spec.root_required, spec.root_forbidden,
+                                              spec.same_subtree))
+
+    def test_a_nova_security_group_list_round_trips(self):
+        spec = fakes.fake_spec()
+        spec.security_groups = objects.SecurityGroupList.from_names(['default', 'web'])
+        spec.requested_resources = [objects.RequestGroup(resources={'VCPU': 1},
+                                                         requester_id='port1')]
+        spec.request_level_params = objects.RequestLevelParams(root_required={'A'})
+        spec.requested_networks = objects.NetworkRequestList.from_tuples(
+            [('net1', None, None, None, None, None)])
+        back = objects.RequestSpec.obj_from_primitive(spec.obj_to_primitive())
+        self.assertEqual(['default', 'web'], back.security_groups.names())
+        self.assertEqual(({'VCPU': 1}, {'A'}, 'net1'), (
+            back.requested_resources[0].resources, back.root_required,
+            back.requested_networks[0].network_id))
+
+    def test_a_list_of_names_is_refused(self):
+        spec = fakes.fake_spec()
+        self.assertRaises(ValueError, setattr, spec, 'security_groups', ['default'])
+
+    def test_backports_drop_what_each_older_version_lacks(self):
+        spec = fakes.fake_spec(memory_mb=512)
+        spec.user_id = 'user1'
+        spec.is_bfv = False
+        spec.security_groups = objects.SecurityGroupList.from_names(['default'])
+        spec.network_metadata = objects.NetworkMetadata(physnets=set(), tunneled=False)
+        spec.requested_resources = []
+        spec.request_level_params = objects.RequestLevelParams()
+        spec.requested_networks = objects.NetworkRequestList(objects=[])
+        manifest = {'RequestSpec': '1.15', 'SecurityGroupList': '1.1', 'SecurityGroup': '1.2',
+                    'RequestLevelParams': '1.1', 'NetworkRequestList': '1.1',
+                    'NetworkRequest': '1.3', 'RequestGroup': '1.3', 'Flavor': '1.2',
+                    'ImageMeta': '1.8', 'ImageMetaProps': '1.44', 'NetworkMetadata': '1.0'}
+        added = [('1.14', 'requested_networks'), ('1.13', 'request_level_params'),
+                 ('1.12', 'requested_resources'), ('1.11', 'is_bfv'),
+                 ('1.10', 'network_metadata'), ('1.9', 'user_id'), ('1.8', 'security_groups')]
+        for version in ('1.7', '1.8', '1.9', '1.10', '1.11', '1.12', '1.13', '1.14', '1.15'):
+            manifest['RequestSpec'] = version
+            data = spec.obj_to_primitive(target_version=version, version_manifest=manifest)[
+                'minisched_object.data']
+            for since, name in added:
+                present = tuple(map(int, version.split('.'))) >= tuple(map(int, since.split('.')))
+                self.assertEqual(present, name in data, '%s at %s' % (name, version))
+            self.assertIn('flavor', data)
+
+    def test_reset_forced_destinations_is_not_a_change(self):
+        spec = fakes.fake_spec(force_hosts=['host1'], force_nodes=['node1'])
+        spec.obj_reset_changes(recursive=True)
+        spec.reset_forced_destinations()
+        self.assertEqual((None, None, set()), (spec.force_hosts, spec.force_nodes,
+                                               spec.obj_what_changed()))
+
+
+class TestStoredRequestSpec(sqlite_databases.SqliteDatabases, test_base.TestCase):
+    """What the API database keeps of a spec, and Nova's remotable methods over it."""
+
+    def setUp(self):
+        super().setUp()
+        self.use_databases()
+
+    def _spec(self, uuid, **values):
+        spec = fakes.fake_spec(instance_uuid=uuid, **values)
+        spec._context = self.ctxt
+        return spec
+
+    def test_create_get_destroy(self):
+        spec = self._spec(uuids.one)
+        spec.security_groups = objects.SecurityGroupList.from_names(['default'])
+        spec.requested_networks = objects.NetworkRequestList.from_tuples(
+            [('net1', None, None, None, None, None)])
+        spec.requested_resources = [objects.RequestGroup(resources={'VCPU': 1})]
+        spec.ignore_hosts = ['host1']
+        spec.create()
+        self.assertRaises(exception.ObjectActionError, spec.create)
+        self._spec(uuids.two).create()
+        got = objects.RequestSpec.get_by_instance_uuid(self.ctxt, uuids.one)
+        self.assertEqual((spec.id, ['default']), (got.id, got.security_groups.names()))
+        # Per request fields are not stored, and read back as their defaults.
+        for name in ('requested_networks', 'requested_resources', 'ignore_hosts',
+                     'request_level_params'):
+            self.assertNotIn(name, got, name)
+        self.assertEqual(([], None, None), (got.requested_networks.objects,
+                                            got.requested_resources, got.ignore_hosts))
+        several = objects.RequestSpec.get_by_instance_uuids(
+            self.ctxt, [uuids.one, uuids.two, uuids.three])
+        self.assertEqual({uuids.one, uuids.two}, {s.instance_uuid for s in several})
+        self.assertEqual([], objects.RequestSpec.get_by_instance_uuids(self.ctxt, []))
+        objects.RequestSpec(self.ctxt, instance_uuid=uuids.one).destroy()
+        self.assertRaises(exception.RequestSpecNotFound,
+                          objects.RequestSpec.get_by_instance_uuid, self.ctxt, uuids.one)
+        self.assertRaises(exception.RequestSpecNotFound,
+                          objects.RequestSpec(self.ctxt, instance_uuid=uuids.one).destroy)
+
+    def test_a_spec_stored_with_group_names_reads_back_as_a_group_list(self):
+        primitive = self._spec(uuids.old).obj_to_primitive(
+            target_version='1.11', version_manifest=base.obj_tree_get_versions('RequestSpec'))
+        primitive['minisched_object.data']['security_groups'] = ['default', 'web']
+        api_db.request_spec_create(self.ctxt, uuids.old, jsonutils.dumps(primitive))
+        got = objects.RequestSpec.get_by_instance_uuid(self.ctxt, uuids.old)
+        self.assertEqual(['default', 'web'], got.security_groups.names())
