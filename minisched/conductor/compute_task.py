@@ -244,7 +244,8 @@ class ComputeTaskManager:
                         'not finish (its conductor stopped before sending it to a compute); '
                         'this one schedules and builds it again.', uuid)
             self.build_instances(instance._context, [instance], image, {}, None, [], None,
-                                 [], request_spec=spec, host_lists=None)
+                                 _legacy_security_groups(spec), request_spec=spec,
+                                 host_lists=None)
 
     @staticmethod
     def _unclaimed(context, instance_uuid):
@@ -407,7 +408,8 @@ class ComputeTaskManager:
         self.compute_rpcapi.build_and_run_instance(
             instance._context, instance=instance, host=selection.service_host, image=image,
             request_spec=spec, filter_properties=filter_props, admin_password=None,
-            injected_files=[], requested_networks=None, security_groups=[],
+            injected_files=[], requested_networks=None,
+            security_groups=_legacy_security_groups(spec),
             block_device_mapping=[], node=selection.nodename, limits=selection.limits,
             host_list=host_list)
 
@@ -515,6 +517,12 @@ class ComputeTaskManager:
         payload = {'instance_id': instance_uuid, 'state': instance_obj.ERROR,
                    'method': 'build_instances', 'reason': _message(exc)}
         self.notifier.error(context, 'compute_task.build_instances', payload)
+
+
+def _legacy_security_groups(spec):
+    """The spec's security groups as the compute RPC takes them: each group's uuid, else its
+    name (Nova's ``SecurityGroup.identifier``), not the list object."""
+    return [group.uuid if 'uuid' in group else group.name for group in spec.security_groups]
 
 
 def _take_over_wait():

@@ -267,6 +267,16 @@ class TestOrphanedPlacedBuild(_KilledConductorCase):
         self.assertFalse(self.cast.called)  # not the path of a build request still there
         self.assertEqual(1, len(instance_obj.InstanceList.get_by_filters(self.ctxt, {})))
 
+    def test_the_compute_is_given_the_security_groups_by_uuid_or_name(self):
+        from minisched.objects import security_group as security_group_obj
+        groups = security_group_obj.SecurityGroupList.from_names(['default'])
+        groups.objects.append(security_group_obj.SecurityGroup(name='web', uuid=uuids.web))
+        self.spec.security_groups = groups
+        self.spec.save()  # what the API stored
+        with self.assertLogs(compute_task.LOG, 'WARNING'):
+            self.deliver(redelivered=True)
+        self.assertEqual(['default', uuids.web], self.build.call_args.kwargs['security_groups'])
+
     def test_a_build_a_compute_claimed_meanwhile_is_left_to_it(self):
         def claim():
             instance = instance_obj.Instance.get_by_uuid(self.ctxt, uuids.instance)
