@@ -20,7 +20,7 @@ TARGET_SECONDS = 60.0
 
 def requests_for(count, seed=0):
     """The pipeline bench's first ``count`` requests, as a replay's."""
-    from minisched.scheduler import replay
+    from minisched.scheduler.replay import run as replay
     made = []
     for index in range(count):
         spec, uuids = pipeline.make_spec(index, seed)
@@ -31,8 +31,8 @@ def requests_for(count, seed=0):
 def run_once(conf, hosts, requests, seed=0):
     """``(seconds, CPU seconds, outcome)`` of one replay of ``requests`` requests over
     ``hosts`` hosts."""
-    from minisched.scheduler import replay
-    from minisched.scheduler import snapshot
+    from minisched.scheduler.replay import run as replay
+    from minisched.scheduler.replay import snapshot
     handle, path = tempfile.mkstemp(suffix='.json')
     os.close(handle)
     try:

@@ -16,8 +16,8 @@ from minisched.cmd import manage_display
 from minisched import config
 from minisched.conf import opts as conf_opts
 from minisched import exception
-from minisched.scheduler import replay as replay_mod
-from minisched.scheduler import snapshot as snapshot_mod
+from minisched.scheduler.replay import run as replay_mod
+from minisched.scheduler.replay import snapshot as snapshot_mod
 
 CONF = config.CONF
 RESOURCES = (('ram', 'RAM'), ('vcpu', 'vCPU'), ('disk', 'disk'))
@@ -55,7 +55,7 @@ class ReplayCommands:
         outcomes = [replay_mod.replay(loaded, requests, scheduler, name, seed, ratios)
                     for name, scheduler, ratios in configs]
         if plot:
-            from minisched.scheduler import replay_plot
+            from minisched.scheduler.replay import plot as replay_plot
             replay_plot.write(outcomes, plot)
         return report(outcomes, requests, differences if len(outcomes) > 1 else 0, per_host)
 

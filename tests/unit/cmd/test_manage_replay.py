@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from minisched.scheduler import snapshot
+from minisched.scheduler.replay import snapshot
 from tests.unit.cmd import test_manage_cli as cli
 from tests.unit.scheduler import replay_hosts
 

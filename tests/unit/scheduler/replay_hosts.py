@@ -1,7 +1,7 @@
 """Small hand-sized snapshots for the snapshot, record and replay tests."""
 import datetime
 
-from minisched.scheduler import snapshot
+from minisched.scheduler.replay import snapshot
 
 TAKEN = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
 SMALL = {'id': 1, 'flavorid': 'f-small', 'name': 'small', 'memory_mb': 1024, 'vcpus': 1,

@@ -9,10 +9,10 @@ from minisched import context
 from minisched import exception
 from minisched import rpc
 from minisched.scheduler import manager
-from minisched.scheduler import offline
-from minisched.scheduler import recorder
-from minisched.scheduler import replay
-from minisched.scheduler import snapshot
+from minisched.scheduler.replay import offline
+from minisched.scheduler.replay import recorder
+from minisched.scheduler.replay import run as replay
+from minisched.scheduler.replay import snapshot
 from tests.unit import base
 from tests.unit.scheduler import replay_hosts
 

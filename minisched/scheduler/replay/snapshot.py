@@ -21,7 +21,7 @@ from minisched.objects import aggregate as aggregate_obj
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_group as instance_group_obj
-from minisched.scheduler import offline
+from minisched.scheduler.replay import offline
 from minisched.scheduler import plugins
 
 FORMAT = 'minisched-scheduler-snapshot'

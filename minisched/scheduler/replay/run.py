@@ -1,10 +1,10 @@
 """Replay requests over a snapshot with the real FilterScheduler, offline, and report.
 
 Each configuration gets host states of its own, filled from the snapshot, and a
-:class:`~minisched.scheduler.offline.HeldStateScheduler` built from it (its filters, weighers,
-``host_subset_size``...). The requests run in order, each consuming from the hosts it is
-placed on as in a scheduler worker, with the clock held at the moment the snapshot was taken
-(services are up or down as they were then). Random choices (``host_subset_size``,
+:class:`~minisched.scheduler.replay.offline.HeldStateScheduler` built from it (its filters,
+weighers, ``host_subset_size``...). The requests run in order, each consuming from the hosts
+it is placed on as in a scheduler worker, with the clock held at the moment the snapshot was
+taken (services are up or down as they were then). Random choices (``host_subset_size``,
 ``shuffle_best_same_weighed_hosts``) are seeded per request, so that two configurations see
 the same draws for the same request.
 """
@@ -23,9 +23,9 @@ from minisched.objects import flavor as flavor_obj
 from minisched.objects import image_meta as image_meta_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler import filter_scheduler
-from minisched.scheduler import offline
-from minisched.scheduler import recorder
-from minisched.scheduler import snapshot as snapshot_mod
+from minisched.scheduler.replay import offline
+from minisched.scheduler.replay import recorder
+from minisched.scheduler.replay import snapshot as snapshot_mod
 
 #: Percentiles of host utilization the report gives.
 PERCENTILES = (10, 50, 90, 100)
