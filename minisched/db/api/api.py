@@ -584,6 +584,19 @@ def instance_group_get_by_instance(context, instance_uuid):
 
 
 @_user_or_admin
+def instance_group_get_by_name(context, name):
+    """The group of that name in ``context``'s project (Nova's ``get_by_name``); names are
+    not unique across projects, and the oldest wins within one."""
+    error = exception.InstanceGroupNotFound(group_uuid=name)
+    with _begin() as conn:
+        row = utils.fetch(conn, groups, groups.c.name == name,
+                          groups.c.project_id == context.project_id, order_by=(groups.c.id,))
+        if row is None:
+            raise error
+        return _with_members(conn, [row])[0]
+
+
+@_user_or_admin
 def instance_group_get_all(context, project_id=None):
     """Every group (of ``project_id`` when given); a user context sees its project's only."""
     where = [] if project_id is None else [groups.c.project_id == project_id]
