@@ -237,8 +237,23 @@ def test_flavors(ctx):
     specs = api_db.flavor_extra_specs_update(ctx, flavor['id'], {'a': None, 'b': '2'})
     assert specs == {'b': '2'}
     assert api_db.flavor_get_by_name(ctx, 'small')['extra_specs'] == {'b': '2'}
-    api_db.flavor_destroy(ctx, '1')
-    assert api_db.flavor_get_all(ctx) == []
+    api_db.flavor_add_project(ctx, flavor['id'], 'p1')
+    with pytest.raises(exception.FlavorAccessExists):
+        api_db.flavor_add_project(ctx, flavor['id'], 'p1')
+    assert api_db.flavor_get_projects(ctx, '1') == ['p1']
+    for flavorid, name, memory_mb in (('2', 'large', 2048), ('3', 'xlarge', 2048)):
+        api_db.flavor_create(ctx, {'flavorid': flavorid, 'name': name, 'memory_mb': memory_mb,
+                                   'vcpus': 1, 'is_public': False})
+    user = ms_context.RequestContext(user_id='u', project_id='p1', is_admin=False)
+    assert [f['flavorid'] for f in api_db.flavor_get_all(user)] == ['1']
+    # The name filter is each backend's regular expression search (REGEXP, ~).
+    assert [f['flavorid'] for f in api_db.flavor_get_all(
+        ctx, filters={'name': 'l(ar|ma)'}, sort_key='memory_mb', sort_dir='desc')] == ['3', '2']
+    assert [f['flavorid'] for f in api_db.flavor_get_all(
+        ctx, sort_key='memory_mb', sort_dir='desc', marker='3', limit=1)] == ['2']
+    assert api_db.flavor_destroy(ctx, flavor_id=flavor['id'])['flavorid'] == '1'
+    assert api_db.flavor_destroy(ctx, '2')['name'] == 'large'
+    assert [f['flavorid'] for f in api_db.flavor_get_all(ctx)] == ['3']
 
 
 def test_action_events(ctx):
