@@ -25,11 +25,11 @@ OBJECT_HASHES = {
     'Destination': '1.2-74854e8cfe7fe616294d93a5d189d885',
     'Flavor': '1.2-4ce99b41327bb230262e5a8f45ff0ce3',
     'FlavorList': '1.1-52b5928600e7ca973aa4fc1e46f3934c',
-    'HVSpec': '1.2-00fa498bbb38b86064da775ef9474569',
+    'HVSpec': '1.2-de06bcec472a2f04966b855a49c46b41',
     'HostMapping': '1.0-1441319dc4ad0abbfff131ba1fd81661',
     'HostMappingList': '1.1-18ac2bfb8c1eb5545bed856da58a79bc',
     'ImageMeta': '1.8-642d1b2eb3e880a367f37d72dd76162d',
-    'ImageMetaProps': '1.36-04a2e4a8f1917348019d22bba16065f4',
+    'ImageMetaProps': '1.44-fd4f63a7cfab5a0ea0e034c40a554b26',
     'Instance': '2.4-828721e8c8023e07d6bfbace6a1d93d7',
     'InstanceAction': '1.2-9a5abc87fdd3af46f45731960651efb5',
     'InstanceActionEvent': '1.4-5b1f361bd81989f8bb2c20bb7e8a4cb4',
@@ -43,13 +43,13 @@ OBJECT_HASHES = {
     'InstanceMapping': '1.2-3bd375e65c8eb9c45498d2f87b882e03',
     'InstanceNUMACell': '1.6-25d9120d83a18356f4146f2a6fe2cc8d',
     'InstanceNUMATopology': '1.3-b7b14056ebcb03f2f406310ff454f9a9',
+    'InstancePCIRequest': '1.4-b27808ae189699df27f8f5b908b6393e',
+    'InstancePCIRequests': '1.1-3928680ff73c1b9e8a1d15042f6c8287',
     'NUMACell': '1.5-2592de3c926a7840d763bcc85f81afa7',
     'NUMAPagesTopology': '1.1-edab9fa2dc43c117a38d600be54b4542',
     'NUMATopology': '1.2-c63fad38be73b6afd04715c9c1b29220',
     'NUMATopologyLimits': '1.1-4235c5da7a76c7e36075f0cd2f5cf922',
     'NetworkMetadata': '1.0-2cb8d21b34f87b0261d3e1d1ae5cf218',
-    'InstancePCIRequest': '1.4-b27808ae189699df27f8f5b908b6393e',
-    'InstancePCIRequests': '1.1-3928680ff73c1b9e8a1d15042f6c8287',
     'PciDevice': '1.7-6e6410f571a0d3b0e3c0b53a9b6913df',
     'PciDeviceList': '1.3-15ecf022a68ddbb8c2a6739cfc9f8f5e',
     'PciDevicePool': '1.1-3f5ddc3ff7bfa14da7f6c7e9904cc000',
@@ -68,20 +68,16 @@ OBJECT_HASHES = {
 #: Versions of the child objects each object's fields hold (``obj_relationships``).
 OBJECT_RELATIONSHIPS = {
     'BuildRequest': {'Instance': '2.4'},
+    'ComputeNode': {'PciDevicePoolList': '1.1'},
     'Destination': {'CellMapping': '1.1'},
     'HostMapping': {'CellMapping': '1.1'},
-    'ImageMeta': {'ImageMetaProps': '1.36'},
-    'ComputeNode': {'PciDevicePoolList': '1.1'},
-    'Instance': {'Flavor': '1.2', 'InstanceNUMATopology': '1.3', 'InstancePCIRequests': '1.1',
-                 'PciDeviceList': '1.3'},
+    'ImageMeta': {'ImageMetaProps': '1.44'},
+    'Instance': {'Flavor': '1.2', 'InstanceNUMATopology': '1.3', 'InstancePCIRequests': '1.1', 'PciDeviceList': '1.3'},
     'InstanceMapping': {'CellMapping': '1.1'},
     'InstanceNUMACell': {'VirtCPUTopology': '1.0'},
     'NUMACell': {'NetworkMetadata': '1.0'},
     'NUMATopologyLimits': {'NetworkMetadata': '1.0'},
-    'RequestSpec': {'Destination': '1.2', 'Flavor': '1.2', 'ImageMeta': '1.8',
-                    'InstanceGroup': '1.11', 'InstanceNUMATopology': '1.3',
-                    'InstancePCIRequests': '1.1', 'NetworkMetadata': '1.0',
-                    'SchedulerLimits': '1.0', 'SchedulerRetries': '1.1'},
+    'RequestSpec': {'ImageMeta': '1.8', 'InstanceNUMATopology': '1.3', 'InstancePCIRequests': '1.1', 'Flavor': '1.2', 'Destination': '1.2', 'SchedulerRetries': '1.1', 'SchedulerLimits': '1.0', 'InstanceGroup': '1.11', 'NetworkMetadata': '1.0'},
     'SchedulerLimits': {'NUMATopologyLimits': '1.1'},
     'SchedulerRetries': {'ComputeNodeList': '1.18'},
     'Selection': {'SchedulerLimits': '1.0'},
@@ -182,10 +178,13 @@ class TestMakeCompatible(test_base.TestCase):
         self.assertNotIn('disabled', self._data(cell, '1.0'))
         self.assertTrue(self._data(cell, '1.1')['disabled'])
 
-    def test_image_signature_hash_method_dropped_before_1_13(self):
-        props = objects.ImageMetaProps(img_signature_hash_method='SHA-256')
-        self.assertNotIn('img_signature_hash_method', self._data(props, '1.12'))
-        self.assertIn('img_signature_hash_method', self._data(props, '1.13'))
+    def test_image_secure_boot_dropped_before_1_13(self):
+        # The signature properties of 1.12 are never dropped (as in Nova).
+        props = objects.ImageMetaProps(os_secure_boot='required',
+                                       img_signature_hash_method='SHA-256')
+        self.assertNotIn('os_secure_boot', self._data(props, '1.12'))
+        self.assertIn('os_secure_boot', self._data(props, '1.13'))
+        self.assertIn('img_signature_hash_method', self._data(props, '1.0'))
 
     def test_child_object_backported_with_the_manifest(self):
         destination = objects.Destination(
