@@ -59,6 +59,13 @@ class ObjectActionError(MinischedException):
     msg_fmt = 'Object action %(action)s failed because: %(reason)s'
 
 
+class NotSupported(MinischedException):
+    """An RPC method of Nova's API that minisched's endpoint names but does not implement
+    (Nova's class of the same name, which a Nova client catches)."""
+    msg_fmt = '%(method)s is not supported by minisched: %(reason)s'
+    code = 400
+
+
 class ObjectMethodNotSupported(MinischedException):
     """A remotable method Nova's object has and minisched keeps for the wire, but cannot run
     (the data behind it, a Neutron or Nova API table, does not exist here)."""

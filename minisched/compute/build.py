@@ -120,6 +120,11 @@ class Builder:
                   limits, host_list, kwargs):
         node = node or self.driver.get_available_nodes()[0]
         try:
+            if kwargs.get('accel_uuids'):
+                raise exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason='accelerator requests (accel_uuids) need Cyborg, which minisched '
+                           'does not have')
             self._build_and_run(context, instance, image, node, limits)
             return ACTIVE
         except _NotStarted as not_started:

@@ -24,6 +24,7 @@ from oslo_utils import timeutils
 from minisched.messaging import bus_errors
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.compute import validation
+from minisched.conductor import unsupported
 from minisched import context as ms_context
 from minisched.db.api import api as api_db
 from minisched import exception
@@ -82,10 +83,14 @@ def again():
     return None
 
 
-class ComputeTaskManager:
-    """Namespace ``compute_task``: long-running build tasks driven by the conductor."""
+class ComputeTaskManager(unsupported.UnsupportedTasks):
+    """Namespace ``compute_task``: long-running build tasks driven by the conductor.
 
-    target = messaging.Target(namespace='compute_task', version='1.20')
+    Nova's version 1.26: the build methods below, and every other method of Nova's API
+    answered with NotSupported (:mod:`minisched.conductor.unsupported`).
+    """
+
+    target = messaging.Target(namespace='compute_task', version='1.26')
 
     def __init__(self, conf, host):
         self.conf = conf

@@ -156,9 +156,12 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
     ExpectedException, which oslo.messaging does not log again).
     """
 
-    def __init__(self, endpoints, serializer, access_policy=None, topic=None):
+    def __init__(self, endpoints, serializer, access_policy=None, topic=None, outgoing=None):
         super().__init__(endpoints, serializer, access_policy)
         self.topic = topic
+        #: What the wire profile sends back for an error's exc_info
+        #: (:meth:`minisched.messaging.wire.Profile.outgoing`).
+        self._outgoing = outgoing
         self._parameters = {}  # (endpoint class, method name) -> _Parameters
 
     def dispatch(self, incoming):
@@ -175,6 +178,12 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
                 return self._invoke(incoming, endpoint, method, ctxt, kwargs)
             # Reported outside the except block: oslo.log would append the exception.
             self._refuse(incoming, malformed)
+        except messaging.ExpectedException as exc:
+            if handling is not None:
+                handling.failed = True
+            if self._outgoing is not None:
+                exc.exc_info = self._outgoing(exc.exc_info)
+            raise
         except BaseException:
             if handling is not None:
                 handling.failed = True
@@ -220,6 +229,8 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
             reason = 'request context does not load: %s: %s' % (type(exc).__name__,
                                                                 exception.first_line(exc))
             raise _Malformed('bad context', reason, exception.Invalid(reason=reason)) from None
+        if getattr(getattr(endpoint, method, None), 'undecoded', False):
+            return endpoint, method, ctxt, dict(args)  # a method that takes them as they came
         kwargs = {}
         _decoding.active = True
         try:
