@@ -1,7 +1,9 @@
 """Recording requests, and replaying them over a snapshot: the figures, checked by hand."""
+import errno
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 
 from minisched.cmd import manage_scheduler_replay as replay_cmd
@@ -146,6 +148,71 @@ class TestRecording(_Case):
         self.assertEqual((7, 7), outcome.reproduced)
         self.assertEqual([r.recorded if r.recorded != 'NoValidHost' else None
                           for r in requests], outcome.placements)
+
+    def _small_filesystem(self, size='64k'):
+        """A tmpfs of ``size`` mounted in the test's directory (root only), unmounted after."""
+        point = os.path.join(self.tmp, 'small')
+        os.mkdir(point)
+        done = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%s' % size, 'tmpfs', point],
+                              capture_output=True, text=True)
+        if done.returncode:
+            if os.environ.get('CI', '').lower() == 'true':
+                self.fail('cannot mount a tmpfs (needs root): %s' % done.stderr)
+            self.skipTest('cannot mount a tmpfs (needs root): %s' % done.stderr.strip())
+        self.addCleanup(subprocess.run, ['umount', '-l', point], check=True)
+        return point
+
+    def test_a_full_disk_leaves_whole_lines_and_the_trace_replays(self):
+        point = self._small_filesystem()
+        rec_dir = os.path.join(point, 'rec')
+        self.flags(group='scheduler', record_requests_to=rec_dir)
+        mgr = self._manager()
+        specs = self._specs(('small', 7))
+        for spec in specs[:2]:
+            self._select(mgr, spec, 1)
+        (trace_path,) = [os.path.join(rec_dir, n) for n in os.listdir(rec_dir)]
+        size = os.path.getsize(trace_path)
+        line = max(len(x) for x in open(trace_path, 'rb'))
+        filler = os.path.join(point, 'filler')
+        with open(filler, 'wb', buffering=0) as handle:  # every free page left
+            with self.assertRaises(OSError) as full:
+                while True:
+                    handle.write(b'x' * 4096)
+        self.assertEqual(errno.ENOSPC, full.exception.errno)
+        # The trace's last page has room for part of a line, not a whole one: the next
+        # record is written part way before ENOSPC.
+        self.assertTrue(0 < 4096 - size % 4096 < line, (size, line))
+        with self.assertLogs(recorder.LOG, 'WARNING') as logs:
+            for spec in specs[2:5]:
+                self.assertEqual(1, len(self._select(mgr, spec, 1)))  # answered as usual
+        self.assertIn('No space left on device', logs.output[0])
+        self.assertEqual(size, os.path.getsize(trace_path))  # the part written, cut off
+        os.unlink(filler)
+        for spec in specs[5:]:
+            self._select(mgr, spec, 1)
+        skipped = []
+        requests = trace.load_trace(rec_dir, skipped)
+        self.assertEqual([], skipped)
+        self.assertEqual(4, len(requests))  # the 2 before and the 2 after the full disk
+        with open(trace_path, 'rb') as handle:
+            self.assertEqual(4, sum(1 for x in handle if x.endswith(b'\n')))
+        self.assertEqual(4, len(self._replay(requests).placements))
+
+    def test_a_line_cut_by_a_killed_writer_is_dropped_when_recording_resumes(self):
+        rec_dir = os.path.join(self.tmp, 'rec')
+        self.flags(group='scheduler', record_requests_to=rec_dir)
+        mgr = self._manager()
+        self._select(mgr, self._specs(('small', 1))[0], 1)
+        (trace_path,) = [os.path.join(rec_dir, n) for n in os.listdir(rec_dir)]
+        with open(trace_path, 'rb') as handle:
+            whole = handle.read()
+        with open(trace_path, 'ab') as handle:
+            handle.write(whole[:len(whole) // 2])  # what a process killed mid-write leaves
+        mgr = self._manager()  # a new process: the recorder opens the file again
+        self._select(mgr, self._specs(('small', 1))[0], 1)
+        skipped = []
+        self.assertEqual(2, len(trace.load_trace(trace_path, skipped)))
+        self.assertEqual([], skipped)
 
     def test_an_unwritable_directory_warns_once_and_fails_no_request(self):
         blocker = os.path.join(self.tmp, 'a-file')
