@@ -174,8 +174,10 @@ TRACE_LINE = _object({
 }, required=('version', 'request_spec'))
 
 MIX = _array(_object({
-    'flavor': {'anyOf': [NAME, _object(dict(FLAVOR['properties'], name=NAME),
-                                       ('memory_mb', 'vcpus'))]},
+    # A flavor of the snapshot by name, or one given by its sizes (each keyword applies to
+    # the type it is about: a single message says what is wrong with either).
+    'flavor': dict(_object(FLAVOR['properties'], ('memory_mb', 'vcpus')),
+                   type=['string', 'object'], maxLength=255),
     'count': {'type': 'integer', 'minimum': 0, 'maximum': MAX_REQUESTS},
     'num_instances': {'type': 'integer', 'minimum': 1, 'maximum': MAX_PER_REQUEST},
 }, ('flavor',)), MAX_MIX_ENTRIES)

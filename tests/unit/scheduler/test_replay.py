@@ -153,13 +153,8 @@ class TestRecording(_Case):
         """A tmpfs of ``size`` mounted in the test's directory (root only), unmounted after."""
         point = os.path.join(self.tmp, 'small')
         os.mkdir(point)
-        done = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%s' % size, 'tmpfs', point],
-                              capture_output=True, text=True)
-        if done.returncode:
-            if os.environ.get('CI', '').lower() == 'true':
-                self.fail('cannot mount a tmpfs (needs root): %s' % done.stderr)
-            self.skipTest('cannot mount a tmpfs (needs root): %s' % done.stderr.strip())
-        self.addCleanup(subprocess.run, ['umount', '-l', point], check=True)
+        self.addCleanup(subprocess.run, replay_hosts.need_tmpfs(point, 'size=' + size),
+                        check=True)
         return point
 
     def test_a_full_disk_leaves_whole_lines_and_the_trace_replays(self):
@@ -173,11 +168,10 @@ class TestRecording(_Case):
         (trace_path,) = [os.path.join(rec_dir, n) for n in os.listdir(rec_dir)]
         size = os.path.getsize(trace_path)
         line = max(len(x) for x in open(trace_path, 'rb'))
-        filler = os.path.join(point, 'filler')
-        with open(filler, 'wb', buffering=0) as handle:  # every free page left
-            with self.assertRaises(OSError) as full:
-                while True:
-                    handle.write(b'x' * 4096)
+        filler = replay_hosts.fill(point)
+        with self.assertRaises(OSError) as full:
+            with open(os.path.join(point, 'more'), 'wb', buffering=0) as handle:
+                handle.write(b'x' * 4096)
         self.assertEqual(errno.ENOSPC, full.exception.errno)
         # The trace's last page has room for part of a line, not a whole one: the next
         # record is written part way before ENOSPC.
