@@ -594,6 +594,14 @@ class InvalidSnapshot(Invalid):
     msg_fmt = 'Cannot read the scheduler snapshot %(path)s: %(reason)s'
 
 
+class SnapshotNotWritten(Invalid):
+    msg_fmt = 'Cannot write the scheduler snapshot to %(path)s: %(reason)s'
+
+
+class FiguresNotWritten(Invalid):
+    msg_fmt = 'Cannot write the replay figures to %(path)s: %(reason)s'
+
+
 class InvalidTrace(Invalid):
     msg_fmt = 'Cannot read the request trace %(path)s: %(reason)s'
 
