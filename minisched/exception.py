@@ -608,3 +608,53 @@ class InvalidTrace(Invalid):
 
 class InvalidReplayConfig(Invalid):
     msg_fmt = 'Cannot replay with the configuration %(name)s: %(reason)s'
+
+
+# -- Placement (the messages are Nova's) ------------------------------------------------------
+
+class ResourceProviderRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to get resource provider with UUID %(uuid)s'
+
+
+class ResourceProviderCreationFailed(MinischedException):
+    msg_fmt = 'Failed to create resource provider %(name)s'
+
+
+class ResourceProviderUpdateFailed(MinischedException):
+    msg_fmt = 'Failed to update resource provider via URL %(url)s: %(error)s'
+
+
+class PlacementAPIConflict(MinischedException):
+    """A 409 from Placement."""
+    msg_fmt = 'A conflict was encountered attempting to invoke the placement API: %(error)s'
+    code = 409
+
+
+class ResourceProviderUpdateConflict(PlacementAPIConflict):
+    """A provider generation conflict: another process changed the provider first."""
+    msg_fmt = ('A conflict was encountered attempting to update resource provider %(uuid)s '
+               '(generation %(generation)d): %(error)s')
+
+
+class TraitRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve traits from the placement API: %(error)s'
+
+
+class TraitCreationFailed(MinischedException):
+    msg_fmt = 'Failed to create trait %(name)s: %(error)s'
+
+
+class AllocationUpdateFailed(MinischedException):
+    msg_fmt = 'Failed to update allocations for consumer %(consumer_uuid)s. Error: %(error)s'
+
+
+class AllocationDeleteFailed(MinischedException):
+    msg_fmt = 'Failed to delete allocations for consumer %(consumer_uuid)s. Error: %(error)s'
+
+
+class ResourceProviderAllocationRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve allocations for resource provider %(rp_uuid)s: %(error)s'
+
+
+class ConsumerAllocationRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve allocations for consumer %(consumer_uuid)s: %(error)s'
