@@ -29,6 +29,7 @@ from minisched.objects import instance_fault
 from minisched.objects import instance_group as instance_group_obj
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.objects import security_group as security_group_obj
 from minisched.pci import request as pci_request
 from minisched.virt import hardware
 
@@ -83,7 +84,8 @@ class API:
                 availability_zone=request.availability_zone,
                 scheduler_hints=request.scheduler_hints, instance_uuid=instance.uuid,
                 ignore_hosts=None, force_hosts=None, force_nodes=None, retry=None,
-                limits=None, requested_destination=None, security_groups=[], is_bfv=False,
+                limits=None, requested_destination=None, is_bfv=False,
+                security_groups=security_group_obj.SecurityGroupList(objects=[]),
                 instance_group=(instance_group_obj.InstanceGroup(uuid=group.uuid)
                                 if group is not None else None))
             compute_validation.check_instance(instance)

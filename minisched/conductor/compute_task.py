@@ -499,7 +499,7 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
         with contextlib.suppress(exception.NotFound):
             instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context, uuid).destroy()
         with contextlib.suppress(exception.NotFound):
-            request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
+            request_spec_obj.RequestSpec(context, instance_uuid=uuid).destroy()
 
     def _set_error(self, context, instance, exc, method):
         """ERROR with a fault. The fault is written first (Nova writes it second), as the

@@ -19,6 +19,7 @@ def register_all():
     __import__('minisched.objects.instance_numa')
     __import__('minisched.objects.instance_pci_requests')
     __import__('minisched.objects.network_metadata')
+    __import__('minisched.objects.network_request')
     __import__('minisched.objects.numa')
     __import__('minisched.objects.pci_device')
     __import__('minisched.objects.pci_device_pool')

@@ -373,9 +373,11 @@ def _tracked_instance(row):
 
 
 def requested_cell(spec_obj):
+    """The one cell a request is restricted to: its destination's cell, unless the request
+    is a move allowed to leave that cell (as Nova's host manager decides)."""
     if spec_obj is None or not spec_obj.obj_attr_is_set('requested_destination'):
         return None
     dest = spec_obj.requested_destination
-    if dest is None or 'cell' not in dest:
+    if dest is None or 'cell' not in dest or dest.allow_cross_cell_move:
         return None
     return dest.cell

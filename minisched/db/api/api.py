@@ -816,6 +816,17 @@ def request_spec_get_by_instance_uuid(context, instance_uuid):
 
 
 @_user_or_admin
+def request_spec_get_by_instance_uuids(context, instance_uuids):
+    """The specs of those of ``instance_uuids`` that have one (and ``context`` may see)."""
+    if not instance_uuids:
+        return []
+    with _begin() as conn:
+        return utils.fetch_all(conn, request_specs,
+                               request_specs.c.instance_uuid.in_(list(instance_uuids)),
+                               *_spec_project_only(context))
+
+
+@_user_or_admin
 @utils.writer
 def request_spec_update(context, instance_uuid, spec):
     with _begin() as conn:

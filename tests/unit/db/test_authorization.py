@@ -358,6 +358,11 @@ def test_request_specs_follow_the_instance_mapping(ctx, alice, mallory):
     _refused(api_db.request_spec_destroy, error, mallory, 'i1')
     assert api_db.request_spec_get_by_instance_uuid(ctx, 'i1')['spec'] == '{}'
     assert api_db.request_spec_update(alice, 'i1', '{"n": 1}')['spec'] == '{"n": 1}'
+    # Several at once: only those the caller may see.
+    assert [s['instance_uuid'] for s in
+            api_db.request_spec_get_by_instance_uuids(mallory, ['i1', 'i2'])] == []
+    assert [s['instance_uuid'] for s in
+            api_db.request_spec_get_by_instance_uuids(alice, ['i1', 'i2'])] == ['i1']
     api_db.request_spec_destroy(alice, 'i1')
 
 

@@ -40,7 +40,7 @@ def request_spec(ctxt, memory_mb, vcpus, root_gb, num_instances):
         instance_uuid=uuidutils.generate_uuid(), availability_zone=None,
         scheduler_hints={}, ignore_hosts=None, force_hosts=None, force_nodes=None,
         retry=None, limits=None, requested_destination=None, instance_group=None,
-        security_groups=[], is_bfv=False)
+        security_groups=objects.SecurityGroupList(objects=[]), is_bfv=False)
 
 
 def select_destinations(client, ctxt, spec):
