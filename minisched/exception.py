@@ -583,3 +583,23 @@ class InvalidTrace(Invalid):
 
 class InvalidReplayConfig(Invalid):
     msg_fmt = 'Cannot replay with the configuration %(name)s: %(reason)s'
+
+
+class InstanceInfoCacheNotFound(NotFound):
+    msg_fmt = 'Info cache for instance %(instance_uuid)s could not be found.'
+
+
+class InstanceTagNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_id)s has no tag \'%(tag)s\''
+
+
+class KeypairNotFound(NotFound):
+    msg_fmt = 'Keypair %(name)s not found for user %(user_id)s'
+
+
+class VolumeBDMNotFound(NotFound):
+    msg_fmt = 'No volume Block Device Mapping with id %(volume_id)s.'
+
+
+class MigrationContextNotFound(NotFound):
+    msg_fmt = 'Migration context for instance %(instance_uuid)s could not be found.'
