@@ -658,3 +658,23 @@ class ResourceProviderAllocationRetrievalFailed(MinischedException):
 
 class ConsumerAllocationRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to retrieve allocations for consumer %(consumer_uuid)s: %(error)s'
+
+
+class InstanceInfoCacheNotFound(NotFound):
+    msg_fmt = 'Info cache for instance %(instance_uuid)s could not be found.'
+
+
+class InstanceTagNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_id)s has no tag \'%(tag)s\''
+
+
+class KeypairNotFound(NotFound):
+    msg_fmt = 'Keypair %(name)s not found for user %(user_id)s'
+
+
+class VolumeBDMNotFound(NotFound):
+    msg_fmt = 'No volume Block Device Mapping with id %(volume_id)s.'
+
+
+class MigrationContextNotFound(NotFound):
+    msg_fmt = 'Migration context for instance %(instance_uuid)s could not be found.'

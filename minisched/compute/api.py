@@ -20,6 +20,7 @@ from minisched.compute import validation as compute_validation
 from minisched.conductor import rpcapi as conductor_rpcapi
 from minisched import context as ms_context
 from minisched import exception
+from minisched.objects import block_device
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import image_meta as image_meta_obj
@@ -30,6 +31,7 @@ from minisched.objects import instance_group as instance_group_obj
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.objects import security_group as security_group_obj
+from minisched.objects import tag as tag_obj
 from minisched.pci import request as pci_request
 from minisched.virt import hardware
 
@@ -92,7 +94,8 @@ class API:
             compute_validation.check_request_spec(spec)
             build_requests.append(build_request_obj.BuildRequest(
                 context, instance_uuid=instance.uuid, project_id=instance.project_id,
-                instance=instance))
+                instance=instance, tags=tag_obj.TagList(objects=[]),
+                block_device_mappings=block_device.BlockDeviceMappingList(objects=[])))
             specs.append(spec)
             if index == 0:
                 create_bounds.check_message_size(self.conf, context, build_requests[0], spec,

@@ -889,6 +889,16 @@ def build_request_exists(context, instance_uuid):
 
 @_user_or_admin
 @utils.writer
+def build_request_update(context, instance_uuid, values):
+    """Update the build request of ``instance_uuid``; returns its row."""
+    with _begin() as conn:
+        _own_build_request(conn, context, instance_uuid)
+        return _update_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
+                                build_requests, _build_request_where(instance_uuid), values)
+
+
+@_user_or_admin
+@utils.writer
 def build_request_destroy(context, instance_uuid):
     with _begin() as conn:
         _own_build_request(conn, context, instance_uuid)
