@@ -20,8 +20,8 @@ OBJECT_HASHES = {
     'BuildRequestList': '1.0-4ee0d9efdfd681fed822da88376e04d2',
     'CellMapping': '1.1-5d652928000a5bc369d79d5bde7e497d',
     'CellMappingList': '1.1-4ee0d9efdfd681fed822da88376e04d2',
-    'ComputeNode': '1.19-b2f23bf4563269a8f85de6c4100f7488',
-    'ComputeNodeList': '1.18-9d4f0c948835ee9869b22bd4d2540ded',
+    'ComputeNode': '1.19-af6bd29a6c3b225da436a0d8487096f2',
+    'ComputeNodeList': '1.17-52f3b0962b1c86b98590144463ebb192',
     'Destination': '1.2-74854e8cfe7fe616294d93a5d189d885',
     'Flavor': '1.2-4ce99b41327bb230262e5a8f45ff0ce3',
     'FlavorList': '1.1-52b5928600e7ca973aa4fc1e46f3934c',
@@ -60,8 +60,8 @@ OBJECT_HASHES = {
     'SecurityGroup': '1.2-86d67d8d3ab0c971e1dc86e02f9524a8',
     'SecurityGroupList': '1.1-c655ed13298e630f4d398152f7d08d71',
     'Selection': '1.1-548e3c2f04da2a61ceaf9c4e1589f264',
-    'Service': '1.22-57ed2355074b9bd94485676c8bd8ae40',
-    'ServiceList': '1.19-6c52cb616621c1af2415dcc11faf5c1a',
+    'Service': '1.22-8a740459ab9bf258a19c8fcb875c2d9a',
+    'ServiceList': '1.19-5325bce13eebcbf22edc9678285270cc',
     'VirtCPUTopology': '1.0-fc694de72e20298f7c6bab1083fd4563',
 }
 
@@ -83,7 +83,8 @@ OBJECT_RELATIONSHIPS = {
                     'InstancePCIRequests': '1.1', 'NetworkMetadata': '1.0',
                     'SchedulerLimits': '1.0', 'SchedulerRetries': '1.1'},
     'SchedulerLimits': {'NUMATopologyLimits': '1.1'},
-    'SchedulerRetries': {'ComputeNodeList': '1.18'},
+    'SchedulerRetries': {'ComputeNodeList': '1.17'},
+    'Service': {'ComputeNode': '1.19'},
     'Selection': {'SchedulerLimits': '1.0'},
 }
 
