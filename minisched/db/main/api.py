@@ -298,6 +298,19 @@ def _whole_rows(conn, table, ids):
     return utils.fetch_by_ids(conn, table, ids, frozen=SHARED_HOST_COLUMNS) if ids else []
 
 
+def service_get_all_computes_by_hv_type(context, hv_type, include_disabled=False):
+    """Live compute services (whatever the context's ``read_deleted``) of a host with a node
+    of hypervisor type ``hv_type``; as Nova's join, which filters the services only, a
+    deleted node counts too."""
+    where = [services.c.deleted == 0, services.c.binary == COMPUTE_BINARY,
+             services.c.host.in_(sa.select(nodes.c.host).where(
+                 nodes.c.hypervisor_type == hv_type))]
+    if not include_disabled:
+        where.append(services.c.disabled == sa.false())
+    with _begin(context) as conn:
+        return utils.fetch_all(conn, services, *where)
+
+
 def service_get_all_by_host(context, host):
     return _list(context, services, services.c.host == host)
 
@@ -385,8 +398,36 @@ def compute_node_get_by_host_and_nodename(context, host, nodename):
                          nodes.c.host == host, nodes.c.hypervisor_hostname == nodename)
 
 
+def compute_node_get_by_nodename(context, hypervisor_hostname):
+    """The node named ``hypervisor_hostname`` (the lowest id if several hosts have one)."""
+    rows = _list(context, nodes, nodes.c.hypervisor_hostname == hypervisor_hostname)
+    if not rows:
+        raise exception.ComputeHostNotFound(host=hypervisor_hostname)
+    return rows[0]
+
+
 def compute_node_get_all(context):
     return _list(context, nodes)
+
+
+def compute_node_get_all_by_pagination(context, limit=None, marker=None):
+    """Nodes in id order, ``limit`` of them after the node of id ``marker``
+    (``MarkerNotFound`` when the context sees no such node)."""
+    where = []
+    if marker is not None:
+        if _get(context, nodes, nodes.c.id == marker) is None:
+            raise exception.MarkerNotFound(marker=marker)
+        where.append(nodes.c.id > marker)
+    stmt = (sa.select(nodes).where(*utils.visible(nodes, context), *where)
+            .order_by(nodes.c.id))
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    with _begin(context) as conn:
+        return utils.to_dicts(conn.execute(stmt))
+
+
+def compute_node_get_all_by_hypervisor_type(context, hv_type):
+    return _list(context, nodes, nodes.c.hypervisor_type == hv_type)
 
 
 def compute_node_get_all_by_host(context, host):
