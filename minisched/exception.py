@@ -150,6 +150,16 @@ class FlavorExists(MinischedException):
     code = 409
 
 
+class FlavorAccessExists(MinischedException):
+    msg_fmt = ('Flavor access already exists for flavor %(flavor_id)s and project '
+               '%(project_id)s combination.')
+    code = 409
+
+
+class FlavorAccessNotFound(NotFound):
+    msg_fmt = 'Flavor access not found for %(flavor_id)s / %(project_id)s combination.'
+
+
 class InstanceGroupNotFound(NotFound):
     msg_fmt = 'Instance group %(group_uuid)s could not be found.'
 
@@ -584,9 +594,67 @@ class InvalidSnapshot(Invalid):
     msg_fmt = 'Cannot read the scheduler snapshot %(path)s: %(reason)s'
 
 
+class SnapshotNotWritten(Invalid):
+    msg_fmt = 'Cannot write the scheduler snapshot to %(path)s: %(reason)s'
+
+
+class FiguresNotWritten(Invalid):
+    msg_fmt = 'Cannot write the replay figures to %(path)s: %(reason)s'
+
+
 class InvalidTrace(Invalid):
     msg_fmt = 'Cannot read the request trace %(path)s: %(reason)s'
 
 
 class InvalidReplayConfig(Invalid):
     msg_fmt = 'Cannot replay with the configuration %(name)s: %(reason)s'
+
+
+# -- Placement (the messages are Nova's) ------------------------------------------------------
+
+class ResourceProviderRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to get resource provider with UUID %(uuid)s'
+
+
+class ResourceProviderCreationFailed(MinischedException):
+    msg_fmt = 'Failed to create resource provider %(name)s'
+
+
+class ResourceProviderUpdateFailed(MinischedException):
+    msg_fmt = 'Failed to update resource provider via URL %(url)s: %(error)s'
+
+
+class PlacementAPIConflict(MinischedException):
+    """A 409 from Placement."""
+    msg_fmt = 'A conflict was encountered attempting to invoke the placement API: %(error)s'
+    code = 409
+
+
+class ResourceProviderUpdateConflict(PlacementAPIConflict):
+    """A provider generation conflict: another process changed the provider first."""
+    msg_fmt = ('A conflict was encountered attempting to update resource provider %(uuid)s '
+               '(generation %(generation)d): %(error)s')
+
+
+class TraitRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve traits from the placement API: %(error)s'
+
+
+class TraitCreationFailed(MinischedException):
+    msg_fmt = 'Failed to create trait %(name)s: %(error)s'
+
+
+class AllocationUpdateFailed(MinischedException):
+    msg_fmt = 'Failed to update allocations for consumer %(consumer_uuid)s. Error: %(error)s'
+
+
+class AllocationDeleteFailed(MinischedException):
+    msg_fmt = 'Failed to delete allocations for consumer %(consumer_uuid)s. Error: %(error)s'
+
+
+class ResourceProviderAllocationRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve allocations for resource provider %(rp_uuid)s: %(error)s'
+
+
+class ConsumerAllocationRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve allocations for consumer %(consumer_uuid)s: %(error)s'

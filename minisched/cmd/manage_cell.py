@@ -218,7 +218,9 @@ class CellCommands:
         for instance in instances:
             mapping = instance_mapping_obj.InstanceMapping(
                 ctxt, instance_uuid=instance.uuid, cell_mapping=cell,
-                project_id=instance.project_id or '', user_id=instance.user_id)
+                project_id=instance.project_id or '')
+            if instance.user_id is not None:  # as Nova's, a mapping's user is never None
+                mapping.user_id = instance.user_id
             try:
                 mapping.create()
             except exception.InstanceMappingExists:

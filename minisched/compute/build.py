@@ -337,10 +337,11 @@ class _EventReporter(instance_action.EventReporter):
             return False
         return super().__exit__(exc_type, exc_val, exc_tb)
 
-    def _record(self, method, context, uuid, *args, **kwargs):
+    def _record(self, uuid, call):
         try:
-            self._builder._until_answered(lambda: method(context, uuid, *args, **kwargs),
-                                          'event %s of instance %s' % (self.event_name, uuid))
+            return self._builder._until_answered(
+                call, 'event %s of instance %s' % (self.event_name, uuid))
         except RETRIED as exc:
             LOG.warning('Event %s of instance %s not recorded: %s', self.event_name, uuid,
                         unanswered_reason(exc))
+            return None

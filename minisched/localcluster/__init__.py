@@ -33,7 +33,8 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
+
+from minisched.messaging.bus_check import pika_parameters
 
 #: (vcpus, memory_mb, local_gb) of the fake computes, cycled: mixed sizes.
 COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
@@ -58,25 +59,6 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 #: The embedded databases' files (``[database]`` and ``[api_database]`` defaults).
 SQLITE_FILES = ('minisched.sqlite', 'minisched_api.sqlite')
-
-
-def pika_parameters(url, timeout=2.0):
-    """pika connection parameters for every host of a rabbit:// URL (``rabbit://u:p@h1:5672,
-    u:p@h2:5672/vhost``); a ``BlockingConnection`` given the list tries them in turn."""
-    import pika
-    scheme, _, rest = url.partition('://')
-    netlocs, slash, path = rest.partition('/')
-    params = []
-    for netloc in netlocs.split(','):
-        parsed = urllib.parse.urlsplit('%s://%s%s%s' % (scheme, netloc, slash, path))
-        credentials = pika.PlainCredentials(urllib.parse.unquote(parsed.username or 'guest'),
-                                            urllib.parse.unquote(parsed.password or 'guest'))
-        vhost = urllib.parse.unquote(parsed.path[1:]) if len(parsed.path) > 1 else '/'
-        params.append(pika.ConnectionParameters(
-            host=parsed.hostname or '127.0.0.1', port=parsed.port or 5672,
-            virtual_host=vhost, credentials=credentials, socket_timeout=timeout,
-            blocked_connection_timeout=timeout, connection_attempts=1, stack_timeout=timeout))
-    return params
 
 
 class StateDirError(Exception):
@@ -192,14 +174,19 @@ class LocalCluster:
                 ' '.join(args), result.returncode, result.stderr.strip()[-2000:]))
         return result.stdout
 
-    def prepare_databases(self):
-        self.say('Syncing the API and cell databases and mapping cells...')
+    def sync_databases(self):
+        """Create (0600) and sync the API and cell databases."""
+        self.say('Syncing the API and cell databases...')
         # Created 0600 before SQLite opens them (its journals take the same mode): the API
         # database holds the cells' transport URLs, broker password included.
         for name in SQLITE_FILES:
             self.open_private(os.path.join(self.state_dir, name), 'a').close()
         self.manage('api_db', 'sync')
         self.manage('db', 'sync')
+
+    def map_cells(self):
+        """Map cell0 and cell1 (once ``records.align_cells`` pointed existing ones at this
+        run, so that the setup finds cell1 by its database)."""
         self.manage('cell', 'simple_cell_setup')
 
     # -- the state directory as a whole ------------------------------------------------------

@@ -140,9 +140,11 @@ class PlainRowMixin:
 
     @staticmethod
     def _from_db_object(context, obj, db_row):
-        """Set every field from the row dict, attach ``context``, start with no changes."""
+        """Set every field from the row dict, attach ``context``, start with no changes. A
+        hard-deleted table has no ``deleted`` column: its live rows read as not deleted."""
         for name in obj.fields:
-            setattr(obj, name, db_row.get(name))
+            value = db_row.get(name)
+            setattr(obj, name, bool(value) if name == 'deleted' else value)
         obj._context = context
         obj.obj_reset_changes()
         return obj

@@ -16,7 +16,7 @@ from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler import plugins
-from minisched.scheduler import recorder
+from minisched.scheduler.replay import recorder
 
 LOG = logging.getLogger(__name__)
 

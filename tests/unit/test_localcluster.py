@@ -105,13 +105,13 @@ def test_the_sqlite_databases_are_private_from_their_creation(tmp_path, umask_02
         seen[args] = {name: _mode(os.path.join(cluster.state_dir, name))
                       for name in localcluster.SQLITE_FILES}
     monkeypatch.setattr(cluster, 'manage', manage)
-    cluster.prepare_databases()
+    cluster.sync_databases()
     assert seen[('api_db', 'sync')] == dict.fromkeys(localcluster.SQLITE_FILES, 0o600)
     assert sorted(localcluster.SQLITE_FILES) == sorted([database.MAIN_SQLITE,
                                                         database.API_SQLITE])
     # A file left 0644 by an older minisched-cluster is tightened, with a note.
     path = os.path.join(cluster.state_dir, database.API_SQLITE)
     os.chmod(path, 0o644)
-    cluster.prepare_databases()
+    cluster.sync_databases()
     assert _mode(path) == 0o600
     assert 'Tightened the permissions of %s from 0644 to 0600' % path in out.getvalue()

@@ -1,8 +1,9 @@
 """Tables of the API database (SQLAlchemy Core), as the API functions query them.
 
-One API database per deployment: where each cell, host and instance lives, flavors, aggregates,
-instance groups, request specs and build requests. Rows are hard-deleted. The schema is created
-by the alembic migrations next door; tests check that migrating to head yields these tables.
+One API database per deployment: where each cell, host and instance lives, flavors (with the
+projects given access to private ones), aggregates, instance groups, request specs and build
+requests. Rows are hard-deleted. The schema is created by the alembic migrations next door;
+tests check that migrating to head yields these tables.
 """
 import sqlalchemy as sa
 
@@ -75,6 +76,13 @@ flavor_extra_specs = _table(
     sa.Column('key', S255, nullable=False),
     sa.Column('value', S255),
     utils.unique('flavor_extra_specs', 'flavor_id', 'key'),
+)
+
+flavor_projects = _table(
+    'flavor_projects',
+    _fk('flavor_id', 'flavors.id', nullable=False),
+    sa.Column('project_id', S255, nullable=False),
+    utils.unique('flavor_projects', 'flavor_id', 'project_id'),
 )
 
 aggregates = _table(

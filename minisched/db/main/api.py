@@ -692,11 +692,28 @@ def action_get_by_request_id(context, instance_uuid, request_id):
 
 
 @_user_or_admin
-def actions_get(context, instance_uuid):
+def actions_get(context, instance_uuid, limit=None, marker=None, filters=None):
+    """The instance's actions, newest first; after the action of request ``marker``
+    (MarkerNotFound if it has none), at most ``limit``, ``filters``' ``changes-since`` /
+    ``changes-before`` bounding their ``updated_at`` as Nova's."""
+    filters = filters or {}
+    where = [actions.c.instance_uuid == instance_uuid]
+    if filters.get('changes-since'):
+        where.append(actions.c.updated_at >= filters['changes-since'])
+    if filters.get('changes-before'):
+        where.append(actions.c.updated_at <= filters['changes-before'])
     with _begin(context) as conn:
-        return utils.fetch_all(conn, actions, actions.c.instance_uuid == instance_uuid,
-                               *_of_own_instances(context, actions.c.instance_uuid),
-                               order_by=_NEWEST_FIRST['actions'])
+        own = _of_own_instances(context, actions.c.instance_uuid)
+        if marker is not None:
+            ref = _action(conn, instance_uuid, marker, *own)
+            if ref is None:
+                raise exception.MarkerNotFound(marker=marker)
+            where.append(sa.or_(actions.c.created_at < ref['created_at'], sa.and_(
+                actions.c.created_at == ref['created_at'], actions.c.id < ref['id'])))
+        stmt = sa.select(actions).where(*where, *own).order_by(*_NEWEST_FIRST['actions'])
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return utils.to_dicts(conn.execute(stmt))
 
 
 @_user_or_admin
@@ -771,6 +788,35 @@ def action_event_finish(context, values):
         if (values.get('result') or '').lower() == 'error':
             utils.update(conn, actions, [actions.c.id == event['action_id']],
                          {'message': 'Error'})
+        return event
+
+
+def _event_or_raise(conn, context, action_id, event_id):
+    own = _of_own_instances(context, actions.c.instance_uuid)
+    of_own_actions = [events.c.action_id.in_(sa.select(actions.c.id).where(*own))] if own else []
+    event = utils.fetch(conn, events, events.c.id == event_id, events.c.action_id == action_id,
+                        *of_own_actions)
+    if event is None:
+        raise exception.InstanceActionEventNotFound(event=event_id, action_id=action_id)
+    return event
+
+
+@_user_or_admin
+def action_event_get_by_id(context, action_id, event_id):
+    with _begin(context) as conn:
+        return _event_or_raise(conn, context, action_id, event_id)
+
+
+@_user_or_admin
+@utils.writer
+def action_event_finish_by_id(context, action_id, event_id, values):
+    """:func:`action_event_finish` of the one event ``event_id`` of ``action_id``: the event
+    a service started, told apart from the same event another attempt started since."""
+    with _begin(context) as conn:
+        _event_or_raise(conn, context, action_id, event_id)
+        event = utils.update_and_fetch(conn, events, [events.c.id == event_id], values)
+        if (values.get('result') or '').lower() == 'error':
+            utils.update(conn, actions, [actions.c.id == action_id], {'message': 'Error'})
         return event
 
 

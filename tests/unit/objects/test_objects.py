@@ -14,8 +14,8 @@ uuids = test_base.uuids
 #: remotable signature changed: bump the object's VERSION (and handle the old version in
 #: ``obj_make_compatible``), then copy the new value here.
 OBJECT_HASHES = {
-    'Aggregate': '1.3-40b87fad7b4bf876a5e713dc4649b9b6',
-    'AggregateList': '1.3-284437185b30c6a5da9df22f9c063fdb',
+    'Aggregate': '1.3-f315cb68906307ca2d1cca84d4753585',
+    'AggregateList': '1.3-3ea55a050354e72ef3306adefa553957',
     'BuildRequest': '1.3-c6cd434db5cbdb4d1ebb935424261377',
     'BuildRequestList': '1.0-4ee0d9efdfd681fed822da88376e04d2',
     'CellMapping': '1.1-5d652928000a5bc369d79d5bde7e497d',
@@ -23,33 +23,33 @@ OBJECT_HASHES = {
     'ComputeNode': '1.19-b2f23bf4563269a8f85de6c4100f7488',
     'ComputeNodeList': '1.18-9d4f0c948835ee9869b22bd4d2540ded',
     'Destination': '1.2-74854e8cfe7fe616294d93a5d189d885',
-    'Flavor': '1.2-304171f8fac00ee404c4a20828da374d',
-    'FlavorList': '1.1-4ee0d9efdfd681fed822da88376e04d2',
-    'HVSpec': '1.2-00fa498bbb38b86064da775ef9474569',
+    'Flavor': '1.2-4ce99b41327bb230262e5a8f45ff0ce3',
+    'FlavorList': '1.1-52b5928600e7ca973aa4fc1e46f3934c',
+    'HVSpec': '1.2-de06bcec472a2f04966b855a49c46b41',
     'HostMapping': '1.0-1441319dc4ad0abbfff131ba1fd81661',
     'HostMappingList': '1.1-18ac2bfb8c1eb5545bed856da58a79bc',
     'ImageMeta': '1.8-642d1b2eb3e880a367f37d72dd76162d',
-    'ImageMetaProps': '1.36-04a2e4a8f1917348019d22bba16065f4',
+    'ImageMetaProps': '1.44-fd4f63a7cfab5a0ea0e034c40a554b26',
     'Instance': '2.4-828721e8c8023e07d6bfbace6a1d93d7',
-    'InstanceAction': '1.2-fefb17d3f0f89b664eb5b800c353199e',
-    'InstanceActionEvent': '1.5-2fe2c9fd0b404f752531f9c743c5269e',
+    'InstanceAction': '1.2-9a5abc87fdd3af46f45731960651efb5',
+    'InstanceActionEvent': '1.4-5b1f361bd81989f8bb2c20bb7e8a4cb4',
     'InstanceActionEventList': '1.1-13d92fb953030cdbfee56481756e02be',
-    'InstanceActionList': '1.1-4a53826625cc280e15fae64a575e0879',
-    'InstanceFault': '1.2-eab2dc5c0aca65976dea1954de16a60a',
-    'InstanceFaultList': '1.2-f8ec07cbe3b60f5f07a8b7a06311ac0d',
-    'InstanceGroup': '1.11-fa8f92510f1ca068a1e4fda8d6d401a5',
-    'InstanceGroupList': '1.8-f09b69b902f0bd6f21ae208f2213edd5',
+    'InstanceActionList': '1.1-a2b2fb6006b47c27076d3a1d48baa759',
+    'InstanceFault': '1.2-7ef01f16f1084ad1304a513d6d410a38',
+    'InstanceFaultList': '1.2-6bb72de2872fe49ded5eb937a93f2451',
+    'InstanceGroup': '1.11-852ac511d30913ee88f3c3a869a8f30a',
+    'InstanceGroupList': '1.8-90f8f1a445552bb3bbc9fa1ae7da27d4',
     'InstanceList': '2.4-92be352ff2e7f3612800f074b2200bf9',
-    'InstanceMapping': '1.2-bc82537ca278eb17e11f7a89ad170984',
+    'InstanceMapping': '1.2-3bd375e65c8eb9c45498d2f87b882e03',
     'InstanceNUMACell': '1.6-25d9120d83a18356f4146f2a6fe2cc8d',
     'InstanceNUMATopology': '1.3-b7b14056ebcb03f2f406310ff454f9a9',
+    'InstancePCIRequest': '1.4-b27808ae189699df27f8f5b908b6393e',
+    'InstancePCIRequests': '1.1-3928680ff73c1b9e8a1d15042f6c8287',
     'NUMACell': '1.5-2592de3c926a7840d763bcc85f81afa7',
     'NUMAPagesTopology': '1.1-edab9fa2dc43c117a38d600be54b4542',
     'NUMATopology': '1.2-c63fad38be73b6afd04715c9c1b29220',
     'NUMATopologyLimits': '1.1-4235c5da7a76c7e36075f0cd2f5cf922',
     'NetworkMetadata': '1.0-2cb8d21b34f87b0261d3e1d1ae5cf218',
-    'InstancePCIRequest': '1.4-b27808ae189699df27f8f5b908b6393e',
-    'InstancePCIRequests': '1.1-3928680ff73c1b9e8a1d15042f6c8287',
     'PciDevice': '1.7-6e6410f571a0d3b0e3c0b53a9b6913df',
     'PciDeviceList': '1.3-15ecf022a68ddbb8c2a6739cfc9f8f5e',
     'PciDevicePool': '1.1-3f5ddc3ff7bfa14da7f6c7e9904cc000',
@@ -68,20 +68,16 @@ OBJECT_HASHES = {
 #: Versions of the child objects each object's fields hold (``obj_relationships``).
 OBJECT_RELATIONSHIPS = {
     'BuildRequest': {'Instance': '2.4'},
+    'ComputeNode': {'PciDevicePoolList': '1.1'},
     'Destination': {'CellMapping': '1.1'},
     'HostMapping': {'CellMapping': '1.1'},
-    'ImageMeta': {'ImageMetaProps': '1.36'},
-    'ComputeNode': {'PciDevicePoolList': '1.1'},
-    'Instance': {'Flavor': '1.2', 'InstanceNUMATopology': '1.3', 'InstancePCIRequests': '1.1',
-                 'PciDeviceList': '1.3'},
+    'ImageMeta': {'ImageMetaProps': '1.44'},
+    'Instance': {'Flavor': '1.2', 'InstanceNUMATopology': '1.3', 'InstancePCIRequests': '1.1', 'PciDeviceList': '1.3'},
     'InstanceMapping': {'CellMapping': '1.1'},
     'InstanceNUMACell': {'VirtCPUTopology': '1.0'},
     'NUMACell': {'NetworkMetadata': '1.0'},
     'NUMATopologyLimits': {'NetworkMetadata': '1.0'},
-    'RequestSpec': {'Destination': '1.2', 'Flavor': '1.2', 'ImageMeta': '1.8',
-                    'InstanceGroup': '1.11', 'InstanceNUMATopology': '1.3',
-                    'InstancePCIRequests': '1.1', 'NetworkMetadata': '1.0',
-                    'SchedulerLimits': '1.0', 'SchedulerRetries': '1.1'},
+    'RequestSpec': {'ImageMeta': '1.8', 'InstanceNUMATopology': '1.3', 'InstancePCIRequests': '1.1', 'Flavor': '1.2', 'Destination': '1.2', 'SchedulerRetries': '1.1', 'SchedulerLimits': '1.0', 'InstanceGroup': '1.11', 'NetworkMetadata': '1.0'},
     'SchedulerLimits': {'NUMATopologyLimits': '1.1'},
     'SchedulerRetries': {'ComputeNodeList': '1.18'},
     'Selection': {'SchedulerLimits': '1.0'},
@@ -182,10 +178,13 @@ class TestMakeCompatible(test_base.TestCase):
         self.assertNotIn('disabled', self._data(cell, '1.0'))
         self.assertTrue(self._data(cell, '1.1')['disabled'])
 
-    def test_image_signature_hash_method_dropped_before_1_13(self):
-        props = objects.ImageMetaProps(img_signature_hash_method='SHA-256')
-        self.assertNotIn('img_signature_hash_method', self._data(props, '1.12'))
-        self.assertIn('img_signature_hash_method', self._data(props, '1.13'))
+    def test_image_secure_boot_dropped_before_1_13(self):
+        # The signature properties of 1.12 are never dropped (as in Nova).
+        props = objects.ImageMetaProps(os_secure_boot='required',
+                                       img_signature_hash_method='SHA-256')
+        self.assertNotIn('os_secure_boot', self._data(props, '1.12'))
+        self.assertIn('os_secure_boot', self._data(props, '1.13'))
+        self.assertIn('img_signature_hash_method', self._data(props, '1.0'))
 
     def test_child_object_backported_with_the_manifest(self):
         destination = objects.Destination(
