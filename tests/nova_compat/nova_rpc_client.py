@@ -20,7 +20,8 @@ the exception Nova's client raised, and the names of its bases). The operations:
     Nova's fanout casts to the schedulers (``SchedulerQueryClient``).
 ``build``
     ``ComputeAPI.build_and_run_instance`` (compute RPC 6.x) of the Instance whose Nova
-    primitive the command carries, to ``host``.
+    primitive the command carries, to ``host``, in the request ``request_id`` (whose
+    ``create`` action the instance has, as the API and the conductor leave it).
 """
 import json
 import sys
@@ -34,10 +35,12 @@ def _setup(conf_file):
     config.parse_args(['nova-rpc-client', '--config-file', conf_file], configure_db=False)
 
 
-def _context():
+def _context(request_id=None):
+    """An admin request of project ``admin``; ``request_id``: the request an API began (a
+    build's events are recorded under the instance action of that request)."""
     from nova import context
     return context.RequestContext(user_id='admin', project_id='admin', is_admin=True,
-                                  roles=['admin'])
+                                  roles=['admin'], request_id=request_id)
 
 
 def _flavor(values):
@@ -101,7 +104,7 @@ def _run(command):
     from nova.objects import base
     from nova.scheduler.client import query
     from nova.scheduler import rpcapi as scheduler_rpcapi
-    ctxt = _context()
+    ctxt = _context(command.get('request_id'))
     op = command['op']
     if op == 'spec':
         return _primitive(ctxt, _spec(ctxt, command['request']))
