@@ -118,11 +118,14 @@ def cleanup():
     still hold while it reconnects to an unreachable broker (for ever): a process must still
     be able to exit.
     """
-    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
+    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, PROFILE
     transports = [t for t in [TRANSPORT, NOTIFICATION_TRANSPORT, *_CELL_TRANSPORTS.values()]
                   if t is not None]
     _CELL_TRANSPORTS.clear()
     TRANSPORT = NOTIFICATION_TRANSPORT = NOTIFIER = None
+    if PROFILE.name != wire.MINISCHED:  # the process's defaults as they were before init()
+        PROFILE = wire.PROFILES[wire.MINISCHED]
+        PROFILE.set_defaults()
     closing = threading.Thread(target=lambda: [t.cleanup() for t in transports], daemon=True,
                                name='rpc-cleanup')
     closing.start()

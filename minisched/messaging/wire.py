@@ -65,7 +65,12 @@ NOVA_EXCEPTIONS = frozenset([
     'PciDeviceNotFound', 'PciDeviceNotFoundById', 'PciDevicePFInvalidStatus',
     'PciDevicePoolEmpty', 'PciDeviceRemoteManagedNotPresent', 'PciDeviceRequestFailed',
     'PciDeviceVFInvalidStatus', 'PciDeviceWrongAddressFormat', 'PciInvalidAlias',
-    'PciRequestAliasNotDefined',
+    'PciRequestAliasNotDefined', 'FlavorAccessExists', 'FlavorAccessNotFound',
+    'PlacementAPIConflict', 'ResourceProviderRetrievalFailed',
+    'ResourceProviderCreationFailed', 'ResourceProviderUpdateFailed',
+    'ResourceProviderUpdateConflict', 'ResourceProviderAllocationRetrievalFailed',
+    'TraitRetrievalFailed', 'TraitCreationFailed', 'AllocationUpdateFailed',
+    'AllocationDeleteFailed', 'ConsumerAllocationRetrievalFailed',
 ])
 
 #: The first characters of the note that names the minisched class of an error sent under

@@ -50,8 +50,11 @@ def version_facts():
 
 def main():
     names = json.load(sys.stdin)
-    json.dump({'exceptions': exception_facts(names), 'versions': version_facts()},
-              sys.stdout)
+    from nova import exception
+    every = sorted(name for name, value in vars(exception).items()
+                   if isinstance(value, type) and issubclass(value, exception.NovaException))
+    json.dump({'exceptions': exception_facts(names), 'versions': version_facts(),
+               'every_exception': every}, sys.stdout)
 
 
 if __name__ == '__main__':

@@ -13,6 +13,7 @@ from minisched.compute import manager as compute_manager
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.conductor import compute_task
 from minisched.conductor import unsupported
+from minisched import exception
 from minisched.messaging import wire
 from minisched import version
 from tests.nova_compat import client
@@ -39,6 +40,13 @@ def nova():
 def test_each_exception_name_sent_exists_in_nova_and_rebuilds(nova):
     problems = {name: why for name, why in nova['exceptions'].items() if why}
     assert not problems, problems
+
+
+def test_every_error_nova_names_too_travels_under_its_own_name(nova):
+    ours = {name for name, value in vars(exception).items()
+            if isinstance(value, type) and issubclass(value, exception.MinischedException)}
+    unlisted = sorted(ours & set(nova['every_exception']) - wire.NOVA_EXCEPTIONS)
+    assert not unlisted, 'add to minisched.messaging.wire.NOVA_EXCEPTIONS: %s' % unlisted
 
 
 def test_compute_rpc_versions_are_novas(nova):
