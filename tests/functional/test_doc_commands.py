@@ -111,7 +111,7 @@ def test_readme_quick_start_runs_the_demo_and_names_the_ci_test_command(tmp_path
 
 def test_running_a_cluster_page_runs_as_written(tmp_path, own_vhost):
     blocks = rst_bash_blocks(RUNNING_A_CLUSTER)
-    assert len(blocks) == 5, blocks  # the page's blocks, all of which run here
+    assert len(blocks) == 6, blocks  # the page's blocks, all of which run here
 
     result = _run_page(blocks, tmp_path, own_vhost)
 
@@ -120,6 +120,11 @@ def test_running_a_cluster_page_runs_as_written(tmp_path, own_vhost):
     # minisched-cluster: four computes up, then stopped
     assert re.search(r'compute4 +\| enabled \| up ', output), output[-6000:]
     assert 'Stopped 6 service(s).' in output, output[-6000:]
+    # up again in the same state directory, with the operator's file layered (the cell's
+    # vhost stays the test's own here: OS_DEFAULT__TRANSPORT_URL wins in every process;
+    # tests/functional/test_cluster_restart.py restarts on vhosts of the cluster's own)
+    assert 'Layering 1 file(s) of ' in output and 'stacking.conf' in output, output[-6000:]
+    assert 'Stopped 4 service(s).' in output, output[-6000:]
     # by hand: the compute was mapped, and the scheduler chose it
     assert 'Creating host mapping for compute host' in output, output[-6000:]
     assert re.search(r'\| +1 +\| selected \|', output), output[-6000:]
