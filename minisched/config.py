@@ -90,10 +90,11 @@ def withdraw_shell_completion(conf):
     conf.supported_shell_completion = ()
 
 
-def fail(prog, message):
-    """Exit with status 1 after one line on stderr."""
+def fail(prog, message, status=1):
+    """Exit with ``status`` (1; argparse's 2 for a command line it cannot parse) after one
+    line on stderr."""
     sys.stderr.write('%s: error: %s\n' % (prog, message))
-    sys.exit(1)
+    sys.exit(status)
 
 
 def check_values(conf, prog):

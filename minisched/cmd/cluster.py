@@ -65,6 +65,9 @@ def _parser():
                'RabbitMQ the cluster runs in one process on the in-memory fake:// transport. '
                'The options above are accepted after the command name too.')
     _add_common(parser, suppress=False)
+    from minisched import version
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + version.version_string)
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     common = argparse.ArgumentParser(add_help=False)
     _add_common(common, suppress=True)
