@@ -243,8 +243,14 @@ class ServerCommands:
                                           [u] + [None] * (len(LIST_HEADERS) - 1)
                                           for u, i in instances.items()])
         if pending:
-            return manage_flavor.error('Timed out after %ss waiting for %d of %d instance(s)'
-                                       % (timeout, len(pending), len(uuids)))
+            scheduling = any(instances.get(u) is not None
+                             and instances[u].task_state == 'scheduling' for u in pending)
+            return manage_flavor.error(
+                'Timed out after %ss waiting for %d of %d instance(s)%s'
+                % (timeout, len(pending), len(uuids),
+                   ' (still scheduling: is every service running and its cell reachable? '
+                   'minisched-manage service list; for a local cluster minisched-cluster '
+                   'status)' if scheduling else ''))
         errors = [u for u, i in instances.items() if i.vm_state == instance_obj.ERROR]
         if errors:
             return manage_flavor.error('%d of %d instance(s) went to ERROR (see server show '
