@@ -65,6 +65,9 @@ def _parser():
                'RabbitMQ the cluster runs in one process on the in-memory fake:// transport. '
                'The options above are accepted after the command name too.')
     _add_common(parser, suppress=False)
+    from minisched import version
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + version.version_string)
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     common = argparse.ArgumentParser(add_help=False)
     _add_common(common, suppress=True)
@@ -236,7 +239,7 @@ def _setup_process_config(cluster, init_rpc=True):
     from minisched.db import engines
     from minisched import objects
     from oslo_log import log as logging
-    config.parse_args(['minisched-cluster', '--config-file', cluster.config_file],
+    config.parse_args(['minisched-cluster'] + cluster.config_args(),
                       init_rpc=init_rpc)
     if not config.CONF.log_file:
         # Its log records (the demo's filters warn that they are deprecated, say) go to a
@@ -310,7 +313,7 @@ def _stop(cluster, launcher):
 def _up(cluster, fake, detach):
     conf, launcher = _start(cluster, fake)
     env_file = cluster.write_env_file()
-    manage = 'minisched-manage --config-file %s' % cluster.config_file
+    manage = 'minisched-manage %s' % ' '.join(cluster.config_args())
     if detach and launcher is None:
         cluster.say('Cluster running; config %s.' % cluster.config_file)
         cluster.say('Operate it with: %s service list' % manage)
