@@ -57,7 +57,8 @@ class ReplayCommands:
             return 0
         hosts = taken['hosts']
         return manage_display.fields([
-            ('File', output), ('Taken at', taken['taken_at']), ('Hosts', len(hosts)),
+            ('File', files.printable(output)), ('Taken at', taken['taken_at']),
+            ('Hosts', len(hosts)),
             ('Mapped hosts', sum(1 for h in hosts if h['mapped'])),
             ('Instances', len(taken['instances'])), ('Aggregates', len(taken['aggregates'])),
             ('Server groups', len(taken['server_groups'])),

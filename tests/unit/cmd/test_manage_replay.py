@@ -172,6 +172,12 @@ def _duplicate_host(snap):
     (_node_set('numa_topology', '{bad'), 'hosts[0].node.numa_topology holds no JSON'),
     (_node_set('updated_at', 'never'), 'hosts[0].node.updated_at must be an ISO 8601 time'),
     (_set(('instances',), [5]), 'instances[0] must be object (got 5)'),
+    # Valid JSON of the right shape whose content the object layer refuses:
+    (_node_set('numa_topology', json.dumps({
+        'minisched_object.name': 'NUMATopology', 'minisched_object.namespace': 'minisched',
+        'minisched_object.version': '1.2', 'minisched_object.data': {'cells': 5}})),
+     "host 'a' node 'a' cannot be held: TypeError"),
+    (_node_set('pci_stats', '{"a": 1}'), "host 'a' node 'a' cannot be held: KeyError"),
     (_duplicate_host, "hosts[2]: host 'a' node 'a' is listed twice"),
     (_set(('flavors', 0, 'memory_mb'), -5), 'flavors[0].memory_mb must be bigger than or equal'),
 ])

@@ -4,7 +4,7 @@ Each example writes a snapshot or a trace spoiled by Hypothesis (a field replace
 hostile value: the wrong type, NaN, 1e308, a negative size, control characters, deep
 nesting, JSON in a string; or the file cut short, or bytes spliced in) and runs the real
 command in a process of its own, under a 1.5 GiB address-space limit. Every run must end in
-a result (exit 0, a report on stdout, stderr naming only skipped trace lines) or in one line
+a result (exit 0, a report on stdout; stderr may name skipped trace lines) or in one line
 on stderr with exit 1; never a traceback, a MemoryError or a hang, and the process's peak
 memory (``wait4``'s ru_maxrss) stays under 400 MiB.
 
@@ -13,7 +13,6 @@ Each run starts an interpreter (about 1.5 s): the examples are few and fixed
 """
 import json
 import os
-import re
 import resource
 import subprocess
 import sys
@@ -39,7 +38,6 @@ ADDRESS_SPACE = 1536 * 1024 * 1024
 PEAK_RSS_KB = 400 * 1024
 SECONDS = 60
 MANAGE = os.path.join(os.path.dirname(sys.executable), 'minisched-manage')
-SKIPPED = re.compile(r'^(line \d+ of .* skipped: .*|\d+ more trace lines skipped)$')
 
 HOSTILE = st.one_of(
     st.sampled_from([None, True, -1, -2 ** 63, 2 ** 64, 1e308, -0.0, 'abc', '', '[1]',
@@ -133,8 +131,7 @@ def _check(code, out, err, peak):
         assert out == '' and len(lines) == 1, (out, err)
     else:
         assert code == 0, (code, err)
-        assert 'instances placed' in out, out
-        assert all(SKIPPED.match(line) for line in lines), err
+        assert 'instances placed' in out, out  # a result (warnings may come with it)
 
 
 @pytest.fixture(scope='module')
