@@ -237,13 +237,16 @@ def target_cell(context, cell_mapping):
     """
     cctxt = copy.copy(context)
     if cell_mapping is not None:
+        from minisched.db import engines  # imported when first needed, as before
         cctxt.cell_uuid = cell_mapping.uuid
         url = cell_mapping.database_connection
         if url and '{' in url:
             # A template (Nova's cell URL templates): fill it from this host's own URL.
-            from minisched.db import engines
             from minisched.objects import cell_mapping as cell_mapping_obj
             url = cell_mapping_obj.format_url(url, engines.configured_url(engines.MAIN))
+        if url:  # errors of its connections name the cell
+            name = cell_mapping.name if 'name' in cell_mapping else None
+            engines.name_database(url, 'the database of cell %s' % (name or cell_mapping.uuid))
         cctxt.db_connection = url
         from minisched import rpc
         cctxt.transport_url = rpc.cell_bus_url(cell_mapping)

@@ -549,6 +549,13 @@ class ValidationError(Invalid):
     msg_fmt = '%(detail)s'
 
 
+class DatabaseUnavailable(MinischedException):
+    """A build task gave up on a database that stayed away for its whole retry bound."""
+
+    msg_fmt = '%(database)s was unavailable for %(seconds)d seconds: %(reason)s'
+    code = 503
+
+
 class DBTransientError(MinischedException):
     """A database error that passes by itself (connection refused or lost, deadlock, lock
     timeout): the same call can be made again. The conductor answers with it in place of the

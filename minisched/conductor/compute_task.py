@@ -126,6 +126,7 @@ class ComputeTaskManager:
             host_lists = self._schedule_instances(context, request_specs[0], instance_uuids,
                                                   return_alternates=True)
         except Exception as exc:
+            _unless_transient(exc)
             LOG.warning('Failed to schedule instances %s: %s', ', '.join(instance_uuids),
                         _message(exc))
             self._bury_in_cell0(context, request_specs[0], exc, build_requests, started)
@@ -169,6 +170,7 @@ class ComputeTaskManager:
                 host_lists = self._schedule_instances(
                     context, request_spec, [i.uuid for i in instances], return_alternates=True)
         except Exception as exc:
+            _unless_transient(exc)
             for instance in instances:
                 self._set_error(context, instance, exc, 'build_instances')
             return
@@ -522,6 +524,15 @@ def _take_over_wait():
     none for this delivery's own interrupted run, :data:`TAKE_OVER_AFTER_SECONDS` for
     another conductor's."""
     return 0 if again() == 'retry' else TAKE_OVER_AFTER_SECONDS
+
+
+def _unless_transient(exc):
+    """Raise ``exc`` again when it is a database error that passes by itself: the task is
+    run again (``minisched.conductor.db_errors``), wherever in the build flow it came from,
+    rather than its builds failed."""
+    from minisched.conductor import db_errors  # which imports this module
+    if db_errors.is_transient(exc):
+        raise exc
 
 
 def _refusal(check, *args):
