@@ -212,6 +212,12 @@ class NoValidHost(MinischedException):
     msg_fmt = 'No valid host was found. %(reason)s'
 
 
+class CellsUnreachable(NoValidHost):
+    """No host fits while the databases of some cells do not answer: their hosts could not
+    be considered. ``cells`` names them with the time since when (``reason`` says so)."""
+    msg_fmt = 'No valid host was found. %(reason)s'
+
+
 class MaxRetriesExceeded(NoValidHost):
     msg_fmt = 'Exceeded maximum number of retries. %(reason)s'
 

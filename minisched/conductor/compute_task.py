@@ -48,6 +48,9 @@ HOST_CELL_SECONDS = 30
 #: Seconds a redelivered build cast waits for the instance an earlier delivery created to
 #: be mapped before it takes the build over (see ComputeTaskManager._take_over).
 TAKE_OVER_AFTER_SECONDS = 10
+#: Seconds between two select_destinations of a build waiting for unreachable cells
+#: (``[conductor] cell_unreachable_wait_seconds``).
+CELL_WAIT_INTERVAL = 3
 
 #: ``again``: the handler runs again in this thread a delivery whose earlier run failed
 #: half-way (``minisched.conductor.db_errors`` retries a run the database interrupted).
@@ -277,12 +280,33 @@ class ComputeTaskManager:
                                               'ServerGroupSoftAntiAffinityWeigher'))
         watch = timeutils.StopWatch()
         watch.start()
+        waited = 0
+        while True:
+            try:
+                host_lists = self._select(context, request_spec, instance_uuids,
+                                          return_alternates)
+                break
+            except exception.CellsUnreachable as exc:
+                # No host while some cells' databases do not answer: wait for them, within
+                # the operator's bound, rather than bury builds a cell back soon could take.
+                if waited + CELL_WAIT_INTERVAL > self.conf.conductor.cell_unreachable_wait_seconds:
+                    raise
+                LOG.warning('%s; asking the scheduler again for %s in %d s.',
+                            exc.kwargs.get('reason', _message(exc)).split(';')[0],
+                            ', '.join(instance_uuids), CELL_WAIT_INTERVAL)
+            time.sleep(CELL_WAIT_INTERVAL)
+            waited += CELL_WAIT_INTERVAL
+        LOG.debug('Took %0.2f seconds to select destinations for %s instance(s).',
+                  watch.elapsed(), len(instance_uuids))
+        return host_lists
+
+    def _select(self, context, request_spec, instance_uuids, return_alternates):
+        """select_destinations, asked again when its request or answer was lost."""
         for attempt in range(1, SCHEDULE_ATTEMPTS + 1):
             try:
-                host_lists = self.query_client.select_destinations(
+                return self.query_client.select_destinations(
                     context, request_spec, instance_uuids, return_objects=True,
                     return_alternates=return_alternates)
-                break
             except bus_errors.UNREACHABLE as exc:
                 # The request or its reply was lost (say, with the broker), or the driver
                 # gave up reconnecting: ask again rather than fail a build the API accepted.
@@ -293,9 +317,6 @@ class ComputeTaskManager:
                 LOG.warning('No answer from the scheduler for %s (%s); asking again (%d of '
                             '%d).', ', '.join(instance_uuids), bus_errors.describe(exc),
                             attempt + 1, SCHEDULE_ATTEMPTS)
-        LOG.debug('Took %0.2f seconds to select destinations for %s instance(s).',
-                  watch.elapsed(), len(instance_uuids))
-        return host_lists
 
     def _create_in_cell(self, context, build_request, spec, host_list, started):
         """Create the instance in the cell of the chosen host; None when it cannot be."""

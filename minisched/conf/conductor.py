@@ -8,8 +8,9 @@ access (compute) and drives the build flow.""")
 #: Default of ``stuck_build_timeout_seconds``: four times the default
 #: ``long_rpc_timeout`` (see the option's help for why).
 STUCK_BUILD_TIMEOUT = 7200
-#: Default of ``db_retry_timeout_seconds``.
+#: Defaults of ``db_retry_timeout_seconds`` and ``cell_unreachable_wait_seconds``.
 DB_RETRY_TIMEOUT = 600
+CELL_UNREACHABLE_WAIT = 120
 
 OPTS = [
     cfg.IntOpt('workers', min=1, help="""
@@ -104,6 +105,23 @@ database error ends the build at once.
 
 Related options: ``stuck_build_timeout_seconds``, ``[DEFAULT]
 long_rpc_timeout`` (the same bound for a compute's writes)"""),
+    cfg.IntOpt('cell_unreachable_wait_seconds', default=CELL_UNREACHABLE_WAIT, min=0,
+               help="""
+Seconds a build that found no host waits for cells whose database does not
+answer. minisched's own option.
+
+The scheduler leaves out the hosts of a cell whose database does not answer
+(they cannot be read). When no host fits a request while a cell is so
+unreachable, the scheduler says so and the conductor asks again every few
+seconds, up to this bound counted from the first answer: the build goes to
+the cell when its database is back, or anywhere that fits meanwhile. Past
+the bound the build ends in ERROR in cell0 with the fault "No valid host was
+found. Cell NAME unreachable since TIME", not "not enough hosts". While it
+waits, the build holds one of the conductor's
+``max_concurrent_schedule_and_build`` places. 0: no wait, NoValidHost at
+once (Nova's behaviour, with the cell named in the fault).
+
+Related options: ``max_concurrent_schedule_and_build``"""),
 ]
 
 

@@ -1,4 +1,4 @@
-"""A fault during the retry of another fault.
+"""A fault during the retry of another fault, and a cell whose database is away for a while.
 
 The API database, cell1's and cell0's are three PostgreSQL databases; the API database and
 cell1's are reached through ``TcpProxy``s the test cuts (cell0's directly). What is proved:
@@ -7,7 +7,12 @@ cell1's are reached through ``TcpProxy``s the test cuts (cell0's directly). What
   interrupted run placed (``_adopt_orphans`` -> ``build_instances`` ->
   ``setup_instance_group``) is retried like the first: every build ACTIVE, none ERROR, no
   build request or unplaced instance mapping left;
+* a cut of cell1's database during a stream of creates (cell1 holds every compute) makes the
+  builds wait for it (``[conductor] cell_unreachable_wait_seconds``) instead of ending in
+  cell0 as NoValidHost: every build ACTIVE once it is back. Past the bound, the fault says
+  which cell was unreachable since when.
 """
+import collections
 import time
 
 import pytest
@@ -108,3 +113,52 @@ def test_second_api_database_cut_while_adopting_orphans_ends_no_build_in_error(
     # Both cuts met the build: the first interrupted the placing, the second the adoption.
     assert adopted >= 15 and log.count(RETRIED) >= 2, log[-3000:]
     assert 'Traceback' not in log, log[-3000:]
+
+
+def test_cell_database_outage_waits_for_the_cell(request, tmp_path, transport_url):
+    dep = Outages(request, tmp_path, transport_url,
+                  conductor_conf={'cell_unreachable_wait_seconds': 45})
+    accepted, refused = [], collections.Counter()
+    started = time.monotonic()
+    cut_at = restored_at = None
+    while time.monotonic() - started < 30:   # 1 create a second for 30 s, the cut in the middle
+        elapsed = time.monotonic() - started
+        if cut_at is None and elapsed >= 5:
+            dep.cell_proxy.cut()
+            cut_at = time.monotonic()
+        if cut_at and restored_at is None and time.monotonic() - cut_at >= 20:
+            dep.cell_proxy.restore()
+            restored_at = time.monotonic()
+        try:
+            accepted += dep.client.boot(dep.flavor)
+        except Exception as exc:
+            refused[type(exc).__name__] += 1
+        time.sleep(max(0.0, started + len(accepted) + sum(refused.values()) -
+                       time.monotonic()))
+    assert restored_at is not None
+
+    summary, problems, orphans = dep.outcome(accepted)
+    log = dep.cluster.log('conductor')
+    waited = log.count('unreachable since')
+    print('\ncell1 database cut 20 s during 30 s of creates: %s; refused %s; %d waits for '
+          'the cell' % (summary, dict(refused), waited))
+    assert not problems, problems
+    assert (summary['ERROR'], summary['ACTIVE']) == (0, len(accepted)), summary
+    assert orphans == [], orphans
+    assert waited, 'no build waited for the cell: %s' % log[-3000:]
+
+
+def test_cell_unreachable_past_the_bound_says_so(request, tmp_path, transport_url):
+    dep = Outages(request, tmp_path, transport_url,
+                  conductor_conf={'cell_unreachable_wait_seconds': 6})
+    dep.cell_proxy.cut()
+    try:
+        uuid, = dep.client.boot(dep.flavor)
+        base.wait_for(lambda: dep.accounting.faults('cell0', [uuid]), 60, interval=0.5,
+                      message='the build to be buried in cell0')
+    finally:
+        dep.cell_proxy.restore()
+    fault = dep.accounting.faults('cell0', [uuid])[uuid]
+    assert fault.startswith('No valid host was found. Cell cell1 unreachable since '), fault
+    assert 'not enough hosts' in fault  # and why there was no other host
+    assert dep.api('SELECT instance_uuid FROM build_requests') == []
