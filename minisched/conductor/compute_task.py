@@ -20,6 +20,7 @@ import traceback
 
 import oslo_messaging as messaging
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 
 from minisched.messaging import bus_errors
 from minisched.compute import rpcapi as compute_rpcapi
@@ -27,6 +28,7 @@ from minisched.compute import validation
 from minisched import context as ms_context
 from minisched.db.api import api as api_db
 from minisched import exception
+from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
@@ -105,7 +107,9 @@ class ComputeTaskManager:
                                      block_device_mapping, tags=None):
         refusal = _refusal(validation.check_build_requests, build_requests)
         if refusal:
-            _refused(context, 'schedule_and_build_instances', refusal)  # no build to clean up
+            # The build requests the API wrote are read back from the database.
+            _refused(context, 'schedule_and_build_instances', refusal)
+            self._bury_refused(_uuids_in(build_requests, request_specs), refusal)
             return
         started = timeutils.utcnow()
         refusal = _refusal(validation.check_schedule_and_build, context, build_requests,
@@ -197,6 +201,41 @@ class ComputeTaskManager:
                 requested_networks=requested_networks, security_groups=security_groups,
                 block_device_mapping=block_device_mapping, node=selection.nodename,
                 limits=selection.limits, host_list=host_list)
+
+    def _clean_up_refused(self, method, args, reason):
+        """A ``schedule_and_build_instances`` cast refused before it could be decoded (its
+        context or an argument does not load; see ``monitored_dispatcher``): the builds it
+        names end as :meth:`_bury_refused` ends them. Other methods leave nothing behind."""
+        if method == 'schedule_and_build_instances' and isinstance(args, dict):
+            self._bury_refused(_uuids_in(args.get('build_requests'),
+                                         args.get('request_specs'), raw=True),
+                               exception.Invalid(reason='the build message was refused: %s'
+                                                 % reason))
+
+    def _bury_refused(self, uuids, error):
+        """End in ERROR in cell0, with ``error`` as the fault, the builds of ``uuids`` whose
+        build request the API wrote (read back from the database), as a build that failed
+        to schedule: no build request is left without a cell until the stuck-build check.
+        A build request that cannot be read back is dropped with its records."""
+        admin = ms_context.get_admin_context()
+        for uuid in uuids:
+            try:
+                build_request = build_request_obj.BuildRequest.get_by_instance_uuid(admin,
+                                                                                   uuid)
+            except exception.NotFound:
+                continue  # never written, or taken by a build
+            except Exception as exc:  # written, but does not load: nothing to record
+                _unless_transient(exc)
+                LOG.warning('Dropping the build request of %s, refused and unreadable: %s',
+                            uuid, _message(exc))
+                self._forget(admin, build_request_obj.BuildRequest(admin, instance_uuid=uuid))
+                continue
+            LOG.warning('Ending the build of %s in ERROR: %s', uuid, _message(error))
+            instance = build_request.instance
+            owner = ms_context.RequestContext(user_id=instance.user_id,
+                                              project_id=build_request.project_id,
+                                              is_admin=True, overwrite=False)
+            self._bury_in_cell0(owner, None, error, [build_request], timeutils.utcnow())
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -545,6 +584,29 @@ def _take_over_wait():
     none for this delivery's own interrupted run, :data:`TAKE_OVER_AFTER_SECONDS` for
     another conductor's."""
     return 0 if again() == 'retry' else TAKE_OVER_AFTER_SECONDS
+
+
+#: The most instance uuids a refused message is searched for (the API's largest request).
+MAX_REFUSED_UUIDS = 1000
+
+
+def _uuids_in(build_requests, request_specs, raw=False):
+    """The distinct instance uuids named by the build requests and request specs of a
+    refused message, objects or (``raw``) their undecoded primitives; whatever is not a
+    uuid is skipped."""
+    uuids = []
+    for items in (build_requests, request_specs):
+        for item in items[:MAX_REFUSED_UUIDS] if isinstance(items, list) else ():
+            if raw:
+                data = item.get('minisched_object.data') if isinstance(item, dict) else None
+                value = data.get('instance_uuid') if isinstance(data, dict) else None
+            else:
+                value = (item.instance_uuid if hasattr(item, 'obj_attr_is_set') and
+                         item.obj_attr_is_set('instance_uuid') else None)
+            if (isinstance(value, str) and uuidutils.is_uuid_like(value)
+                    and value not in uuids):
+                uuids.append(value)
+    return uuids[:MAX_REFUSED_UUIDS]
 
 
 def _unless_transient(exc):
