@@ -89,7 +89,7 @@ def test_elevated_is_a_copy_and_read_deleted_is_checked():
     assert (user.is_admin, user.roles, user.read_deleted) == (False, ['member'], 'no')
     with pytest.raises(ValueError):
         user.read_deleted = 'maybe'
-    with pytest.raises(ValueError):
+    with pytest.raises(exception.InvalidContext, match="read_deleted is 'maybe'"):
         ms_context.RequestContext.from_dict(dict(user.to_dict(), read_deleted='maybe'))
 
 
