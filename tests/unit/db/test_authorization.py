@@ -411,3 +411,24 @@ def test_instance_groups_refuse_anonymous_contexts(ctx):
     with pytest.raises(exception.Forbidden):
         _group(anonymous)
     assert api_db.instance_group_get(ctx, group['uuid'])['members'] == ['i1']
+
+
+def test_services_are_read_by_admins_and_users_not_anonymous_contexts(ctx, alice):
+    service = db.service_create(ctx, {'host': HOST, 'binary': 'minisched-compute',
+                                      'topic': 'compute', 'report_count': 0})
+    anonymous = ms_context.RequestContext()
+    reads = [(db.service_get, (service['id'],)),
+             (db.service_get_by_uuid, (service['uuid'],)),
+             (db.service_get_by_host_and_binary, (HOST, 'minisched-compute')),
+             (db.service_get_by_host_and_topic, (HOST, 'compute')),
+             (db.service_get_all, ()),
+             (db.service_get_all_by_topic, ('compute',)),
+             (db.service_get_all_by_binary, ('minisched-compute',)),
+             (db.service_get_all_by_host, (HOST,)),
+             (db.service_get_by_compute_host, (HOST,)),
+             (db.service_get_minimum_version, (['minisched-compute'],))]
+    for call, args in reads:
+        with pytest.raises(exception.Forbidden):
+            call(anonymous, *args)
+        call(ctx, *args)
+        call(alice, *args)
