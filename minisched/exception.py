@@ -229,6 +229,12 @@ class NoValidHost(MinischedException):
     msg_fmt = 'No valid host was found. %(reason)s'
 
 
+class CellsUnreachable(NoValidHost):
+    """No host fits while the databases of some cells do not answer: their hosts could not
+    be considered. ``cells`` names them with the time since when (``reason`` says so)."""
+    msg_fmt = 'No valid host was found. %(reason)s'
+
+
 class MaxRetriesExceeded(NoValidHost):
     msg_fmt = 'Exceeded maximum number of retries. %(reason)s'
 
@@ -564,6 +570,13 @@ class ValidationError(Invalid):
     detail names the field, the rule and what is wrong with the value; ``kwargs['field']``
     is the field."""
     msg_fmt = '%(detail)s'
+
+
+class DatabaseUnavailable(MinischedException):
+    """A build task gave up on a database that stayed away for its whole retry bound."""
+
+    msg_fmt = '%(database)s was unavailable for %(seconds)d seconds: %(reason)s'
+    code = 503
 
 
 class DBTransientError(MinischedException):

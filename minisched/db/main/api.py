@@ -134,6 +134,7 @@ def _check_instance_in_project(conn, context, instance_uuid):
 
 
 # -- services -------------------------------------------------------------------------------------
+# Read by an admin's context or a user's, never an anonymous one (Nova checks no context here).
 
 def _service_exists(values):
     def make(error):
@@ -153,21 +154,25 @@ def service_create(context, values):
         return utils.insert(conn, services, values)
 
 
+@_user_or_admin
 def service_get(context, service_id):
     return _get_or_raise(context, exception.ServiceNotFound(service_id=service_id),
                          services, services.c.id == service_id)
 
 
+@_user_or_admin
 def service_get_by_uuid(context, service_uuid):
     return _get_or_raise(context, exception.ServiceNotFound(service_id=service_uuid),
                          services, services.c.uuid == service_uuid)
 
 
+@_user_or_admin
 def service_get_by_host_and_binary(context, host, binary):
     return _get_or_raise(context, exception.HostBinaryNotFound(host=host, binary=binary),
                          services, services.c.host == host, services.c.binary == binary)
 
 
+@_user_or_admin
 def service_get_by_host_and_topic(context, host, topic):
     """The enabled service of ``topic`` on ``host`` (``ServiceNotFound`` if none)."""
     return _get_or_raise(context, exception.ServiceNotFound(service_id='%s/%s' % (host, topic)),
@@ -175,16 +180,19 @@ def service_get_by_host_and_topic(context, host, topic):
                          services.c.disabled == sa.false())
 
 
+@_user_or_admin
 def service_get_all(context, disabled=None):
     where = [] if disabled is None else [services.c.disabled == bool(disabled)]
     return _list(context, services, *where)
 
 
+@_user_or_admin
 def service_get_all_by_topic(context, topic):
     return _list(context, services, services.c.topic == topic,
                  services.c.disabled == sa.false())
 
 
+@_user_or_admin
 def service_get_all_by_binary(context, binary, include_disabled=False):
     where = [] if include_disabled else [services.c.disabled == sa.false()]
     return _list(context, services, services.c.binary == binary, *where)
@@ -195,6 +203,7 @@ _SERVICES_CHANGED = utils.changed_since_select(services,
 _NODES_CHANGED = utils.changed_since_select(nodes)
 
 
+@_user_or_admin
 def service_get_all_changed_since(context, binary, since):
     """``binary`` services created, updated or deleted at/after ``since`` (deleted included),
     for the scheduler's incremental refresh."""
@@ -311,10 +320,12 @@ def service_get_all_computes_by_hv_type(context, hv_type, include_disabled=False
         return utils.fetch_all(conn, services, *where)
 
 
+@_user_or_admin
 def service_get_all_by_host(context, host):
     return _list(context, services, services.c.host == host)
 
 
+@_user_or_admin
 def service_get_by_compute_host(context, host):
     return _get_or_raise(context, exception.ComputeHostNotFound(host=host), services,
                          services.c.host == host, services.c.binary == COMPUTE_BINARY)
@@ -356,6 +367,7 @@ def service_destroy(context, service_id):
         _soft_delete(conn, nodes, owned)
 
 
+@_user_or_admin
 def service_get_minimum_version(context, binaries):
     """{binary: lowest version among live, not forced-down services}; absent if none."""
     stmt = (sa.select(services.c.binary, sa.func.min(services.c.version))
