@@ -611,6 +611,10 @@ class ResourceProviderUpdateConflict(PlacementAPIConflict):
                '(generation %(generation)d): %(error)s')
 
 
+class InventoryInUse(MinischedException):
+    msg_fmt = 'Inventory for resource provider is in use: %(error)s'
+
+
 class TraitRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to retrieve traits from the placement API: %(error)s'
 

@@ -34,6 +34,7 @@ GET_USAGES_VERSION = '1.9'
 TRAITS_VERSION = '1.6'
 #: Placement's error code for a resource provider or consumer generation conflict.
 CONCURRENT_UPDATE = 'placement.concurrent_update'
+INVENTORY_INUSE = 'placement.inventory.inuse'
 GROUP = 'placement'
 
 
@@ -90,7 +91,7 @@ def retries(f):
 
 
 def request_id(response):
-    return response.headers.get('openstack-request-id') if response is not None else None
+    return response.headers.get('x-openstack-request-id') if response is not None else None
 
 
 def error_code(response):
@@ -218,17 +219,22 @@ class SchedulerReportClient:
 
     def _put_part(self, context, uuid, part, generation, value, version):
         """PUT a provider's ``part``; its new generation. A generation conflict raises
-        ResourceProviderUpdateConflict (the caller refreshes and tries again)."""
+        ResourceProviderUpdateConflict (the caller refreshes and tries again), removing
+        inventory that allocations use InventoryInUse."""
         payload = {'resource_provider_generation': generation, part: value}
         resp = self.put('/resource_providers/%s/%s' % (uuid, part), payload, version=version,
                         global_request_id=_global_id(context))
         if resp.status_code == 200:
             return resp.json()['resource_provider_generation']
-        if resp.status_code == 409 and error_code(resp) == CONCURRENT_UPDATE:
-            raise exception.ResourceProviderUpdateConflict(uuid=uuid, generation=generation,
-                                                           error=resp.text)
         LOG.error('[%s] Failed to update %s of resource provider %s: %d %s',
                   request_id(resp), part, uuid, resp.status_code, resp.text)
+        if resp.status_code == 409:
+            # As Nova: every 409 but inventory in use is a generation conflict (Placement
+            # gives the traits one no error code).
+            if error_code(resp) == INVENTORY_INUSE:
+                raise exception.InventoryInUse(error=resp.text)
+            raise exception.ResourceProviderUpdateConflict(uuid=uuid, generation=generation,
+                                                           error=resp.text)
         raise exception.ResourceProviderUpdateFailed(url='/resource_providers/%s/%s' % (
             uuid, part), error=resp.text)
 
