@@ -591,6 +591,10 @@ class ResourceProviderRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to get resource provider with UUID %(uuid)s'
 
 
+class ResourceProviderNotFound(NotFound):
+    msg_fmt = 'No such resource provider %(name_or_uuid)s.'
+
+
 class ResourceProviderCreationFailed(MinischedException):
     msg_fmt = 'Failed to create resource provider %(name)s'
 

@@ -91,6 +91,16 @@ def test_computes_report_providers_inventories_and_traits(placement_cluster, tmp
     assert providers(client)['compute1']['traits'] == expected_traits | {'CUSTOM_OPERATOR'}
     assert 'changed in Placement meanwhile' in cluster.log('compute1')
 
+    # A host aggregate is mirrored: the host's provider joins the aggregate of its uuid.
+    cluster.run_manage('aggregate', 'create', 'agg1')
+    cluster.run_manage('aggregate', 'add-host', 'agg1', 'compute1')
+    agg_uuid = cluster.query("SELECT uuid FROM aggregates WHERE name = 'agg1'")[0]['uuid']
+    mirrored = providers(client)
+    assert (mirrored['compute1']['aggregates'], mirrored['compute2']['aggregates']) == (
+        {agg_uuid}, set())
+    cluster.run_manage('aggregate', 'remove-host', 'agg1', 'compute1')
+    assert providers(client)['compute1']['aggregates'] == set()
+
 
 def test_a_restarted_compute_heals_its_provider(placement_cluster, tmp_path):
     cluster = placement_cluster

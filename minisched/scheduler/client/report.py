@@ -279,6 +279,35 @@ class SchedulerReportClient:
             if created.status_code not in (201, 204):
                 raise exception.TraitCreationFailed(name=trait, error=created.text)
 
+    def get_provider_by_name(self, context, name):
+        """The provider named ``name``; ResourceProviderNotFound when there is none."""
+        found = self.get_providers(context, name=name)
+        if not found:
+            raise exception.ResourceProviderNotFound(name_or_uuid=name)
+        return found[0]
+
+    def aggregate_add_host(self, context, agg_uuid, host_name):
+        """Put the provider named ``host_name`` in aggregate ``agg_uuid`` (the API's mirror
+        of a host added to a host aggregate)."""
+        self._change_aggregates(context, host_name, lambda aggs: aggs | {agg_uuid})
+
+    def aggregate_remove_host(self, context, agg_uuid, host_name):
+        self._change_aggregates(context, host_name, lambda aggs: aggs - {agg_uuid})
+
+    def _change_aggregates(self, context, host_name, change):
+        uuid = self.get_provider_by_name(context, host_name)['uuid']
+        for attempt in range(1, 5):
+            generation, aggregates = self.get_aggregates(context, uuid)
+            wanted = change(set(aggregates))
+            if wanted == set(aggregates):
+                return
+            try:
+                self.set_aggregates(context, uuid, generation, wanted)
+                return
+            except exception.ResourceProviderUpdateConflict:
+                if attempt == 4:
+                    raise
+
     # -- allocation candidates and allocations -------------------------------------------------
 
     @safe_connect
