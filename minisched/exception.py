@@ -641,3 +641,7 @@ class ResourceProviderAllocationRetrievalFailed(MinischedException):
 
 class ConsumerAllocationRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to retrieve allocations for consumer %(consumer_uuid)s: %(error)s'
+
+
+class RequestFilterFailed(MinischedException):
+    msg_fmt = 'Scheduling failed: %(reason)s'
