@@ -129,3 +129,40 @@ def test_disabled_compute_traits_resources_and_dedicated_cpus(placement_builds):
     pinned_build = builder.wait_built(builder.boot(pinned))
     assert [(i.vm_state, i.host) for i in pinned_build.values()] == [('active', 'compute2')]
     audit(client, builder, flavors)
+
+
+def test_a_refused_claim_moves_to_the_alternate_and_failures_give_back(placement_cluster,
+                                                                       tmp_path):
+    """compute1 (the most free RAM, so the first choice) refuses every spawn: the compute
+    gives back the allocation, the conductor claims the alternate's allocation request and
+    the instance is built on compute2; with compute2 full too the build fails with nothing
+    left allocated."""
+    cluster = placement_cluster
+    refusing = {'fake_driver': {'spawn_failure': 'reschedule'}}
+    build_helpers.start(cluster, {'compute1': {'vcpus': 4, 'memory_mb': 16384, 'local_gb': 100,
+                                               'conf': refusing},
+                                  'compute2': {'vcpus': 4, 'memory_mb': 4096,
+                                               'local_gb': 100}},
+                        scheduler_conf=SCHEDULER_CONF, compute_conf=COMPUTE_CONF)
+    client = report_client(tmp_path, cluster.placement_server.url)
+    base.wait_for(lambda: len([rp for rp in providers(client).values() if rp['inventory']])
+                  == 2, timeout=60, message='both computes reported to Placement')
+    builder = build_helpers.Client(cluster)
+    try:
+        small = builder.flavor('small', vcpus=1, memory_mb=2048, root_gb=10)
+        flavors = [(small, {'VCPU': 1, 'MEMORY_MB': 2048, 'DISK_GB': 10})]
+        uuid = builder.boot(small)[0]
+        built = builder.wait_built([uuid])[uuid]
+        assert (built.vm_state, built.host) == ('active', 'compute2')
+        assert [(e.event, e.host, e.result) for e in builder.events(uuid)
+                if e.event == 'compute_build_and_run_instance'] == [
+            ('compute_build_and_run_instance', 'compute1', 'Error'),
+            ('compute_build_and_run_instance', 'compute2', 'Success')]
+        audit(client, builder, flavors)
+
+        # compute2 has 4096 - 512 reserved: no room for a second; compute1 refuses it.
+        failed = builder.wait_built(builder.boot(small))
+        assert [i.vm_state for i in failed.values()] == ['error']
+        audit(client, builder, flavors)
+    finally:
+        builder.close()
