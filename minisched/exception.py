@@ -629,6 +629,10 @@ class ResourceProviderRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to get resource provider with UUID %(uuid)s'
 
 
+class ResourceProviderNotFound(NotFound):
+    msg_fmt = 'No such resource provider %(name_or_uuid)s.'
+
+
 class ResourceProviderCreationFailed(MinischedException):
     msg_fmt = 'Failed to create resource provider %(name)s'
 
@@ -647,6 +651,10 @@ class ResourceProviderUpdateConflict(PlacementAPIConflict):
     """A provider generation conflict: another process changed the provider first."""
     msg_fmt = ('A conflict was encountered attempting to update resource provider %(uuid)s '
                '(generation %(generation)d): %(error)s')
+
+
+class InventoryInUse(MinischedException):
+    msg_fmt = 'Inventory for resource provider is in use: %(error)s'
 
 
 class TraitRetrievalFailed(MinischedException):
@@ -691,3 +699,7 @@ class VolumeBDMNotFound(NotFound):
 
 class MigrationContextNotFound(NotFound):
     msg_fmt = 'Migration context for instance %(instance_uuid)s could not be found.'
+
+
+class RequestFilterFailed(MinischedException):
+    msg_fmt = 'Scheduling failed: %(reason)s'

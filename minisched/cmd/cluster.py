@@ -56,6 +56,11 @@ def _add_common(parser, suppress):
                              'under STATE_DIR/rabbit), joined into one RabbitMQ cluster, and '
                              'run the services on all of them with quorum queues, instead of '
                              '--transport-url (3 is the usual size; down removes them)')
+    parser.add_argument('--placement', action='store_true', default=default(False),
+                        help='run the real Placement service (openstack-placement under '
+                             'uWSGI, its SQLite database under STATE_DIR, a free loopback '
+                             'port) and use it: computes report to it, the scheduler asks '
+                             'it ([placement] enabled)')
 
 
 def _parser():
@@ -115,7 +120,8 @@ def main(argv=None):
         state_dir = args.state_dir or os.path.join(os.getcwd(), DEFAULT_STATE_DIR)
     cluster = localcluster.LocalCluster(state_dir, computes=args.computes,
                                         transport_url=args.transport_url,
-                                        rabbit_nodes=args.rabbit_nodes)
+                                        rabbit_nodes=args.rabbit_nodes,
+                                        placement=args.placement)
     detach = args.command == 'up' and args.detach
     if args.command in ('up', 'demo') and cluster.running_services():
         # Starting again here would overwrite its records (and leave it running unseen).
@@ -223,6 +229,7 @@ def _refuse_busy_queues(cluster, url, explicit):
 
 def _stop_all(cluster):
     cluster.stop_processes()
+    cluster.stop_placement()
     if cluster.rabbit is not None:
         cluster.stop_rabbit()
     cluster.delete_vhost()
@@ -252,6 +259,8 @@ def _setup_process_config(cluster, init_rpc=True):
 
 
 def _start(cluster, fake):
+    if cluster.placement:
+        cluster.start_placement()
     # In-process (fake) services log to a file, so their lines do not interleave with ours.
     cluster.write_config(fake=fake)
     cluster.sync_databases()
@@ -304,6 +313,7 @@ def _stop(cluster, launcher):
         cluster.forget_pids()
     else:
         cluster.stop_processes()
+    cluster.stop_placement()
     if cluster.rabbit is not None:
         cluster.stop_rabbit()
     cluster.delete_vhost()

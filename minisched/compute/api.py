@@ -272,8 +272,10 @@ class API:
                                                         instance_action.DELETE,
                                                         want_result=False)
             if not instance.host:
-                # Never reached a compute (ERROR, or buried in cell0): nothing to clean there.
+                # Never reached a compute (ERROR, or buried in cell0): nothing to clean there,
+                # but what the scheduler claimed for it in Placement (Nova's local delete).
                 instance.destroy()
+                self._delete_allocation(cctxt, instance_uuid)
             elif self.conf.reclaim_instance_interval > 0:
                 self.compute_rpcapi.soft_delete_instance(cctxt, instance)
             else:
@@ -284,6 +286,18 @@ class API:
                 self.compute_rpcapi.terminate_instance(cctxt, instance, bdms=[])
         mapping.queued_for_delete = True
         mapping.save()
+
+
+    def _delete_allocation(self, context, instance_uuid):
+        if not self.conf.placement.enabled:
+            return
+        from minisched.scheduler.client import report
+        try:
+            report.SchedulerReportClient(self.conf).delete_allocation_for_instance(
+                context, instance_uuid, force=True)
+        except exception.AllocationDeleteFailed as exc:
+            LOG.warning('Could not delete the allocations of instance %s: %s', instance_uuid,
+                        exc.format_message())
 
 
 def _matches(instance, filters):

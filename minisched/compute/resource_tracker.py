@@ -3,7 +3,9 @@
 Usage is recomputed from the node's instances on every refresh and adjusted on each claim,
 abort and removal: CPU, RAM and disk from the flavors, NUMA usage (pinned CPUs, memory and
 pages per cell) from the instances' fitted NUMA topologies, and PCI devices from the
-devices the instances hold (:class:`minisched.pci.manager.PciDevTracker`).
+devices the instances hold (:class:`minisched.pci.manager.PciDevTracker`). With
+``[placement] enabled``, each refresh also brings the node's resource provider in Placement
+up to date (:mod:`minisched.compute.provider_report`).
 """
 import logging
 import threading
@@ -11,6 +13,7 @@ import threading
 from oslo_utils import uuidutils
 
 from minisched.compute import claims
+from minisched.compute import provider_report
 from minisched.compute import stats as stats_mod
 from minisched import exception
 from minisched.objects import base as objects_base
@@ -46,6 +49,10 @@ class ResourceTracker:
         #: nodename -> the NUMA topology the driver reports (no usage), JSON.
         self._driver_numa = {}
         self._lock = threading.RLock()
+        #: The nodes' resource providers in Placement, with ``[placement] enabled``.
+        self.provider_report = None
+        if conf.placement.enabled:
+            self.provider_report = provider_report.ProviderReport(conf, host, driver)
 
     # -- periodic refresh ---------------------------------------------------------------
 
@@ -69,6 +76,9 @@ class ResourceTracker:
                 resources.get('pci_passthrough_devices'), instances)
             self._update_usage_from_instances(nodename, instances)
             self._update(context, self.compute_nodes[nodename])
+        if self.provider_report is not None:
+            # Outside the lock: Placement's answers never hold up a claim.
+            self.provider_report.update(context, self.compute_nodes[nodename])
 
     def _pci_tracker(self, nodename, resources=None):
         tracker = self.pci_trackers.get(nodename)

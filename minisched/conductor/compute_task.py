@@ -19,6 +19,7 @@ import time
 import traceback
 
 import oslo_messaging as messaging
+from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
@@ -104,6 +105,7 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
         self.compute_rpcapi = compute_rpcapi.ComputeAPI(conf)
         self.notifier = rpc.get_notifier('compute_task', host)
         self._host_cells = {}  # host -> (CellMapping or None, when it was read)
+        self._report_client = None  # Placement's, made on a reschedule's first claim
 
     # -- RPC methods ---------------------------------------------------------------------
 
@@ -189,6 +191,12 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
         for instance, host_list in zip(instances, host_lists):
             host_list = list(host_list)
             selection = host_list.pop(0)
+            if is_reschedule:
+                try:
+                    selection = self._claim_alternate(context, instance, selection, host_list)
+                except Exception as exc:
+                    self._set_error(context, instance, exc, 'build_instances')
+                    continue
             try:
                 instance.availability_zone = selection.availability_zone \
                     if 'availability_zone' in selection and selection.availability_zone \
@@ -243,6 +251,32 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
             self._bury_in_cell0(owner, None, error, [build_request], timeutils.utcnow())
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _claim_alternate(self, context, instance, selection, host_list):
+        """A reschedule: claim the alternate's allocation request in Placement (the
+        compute that refused gave back the instance's), trying the next alternate while a
+        claim fails, as Nova's conductor; the one claimed. A selection without an
+        allocation request (no Placement) is taken as it is."""
+        while selection is not None:
+            alloc_req = (jsonutils.loads(selection.allocation_request)
+                         if 'allocation_request' in selection and selection.allocation_request
+                         else None)
+            if not alloc_req:
+                return selection
+            if self._placement_client().claim_resources(
+                    context.elevated(), instance.uuid, alloc_req, instance.project_id,
+                    instance.user_id, selection.allocation_request_version):
+                return selection
+            selection = host_list.pop(0) if host_list else None
+        raise exception.MaxRetriesExceeded(reason=(
+            'Exhausted all hosts available for retrying build failures for instance %s.'
+            % instance.uuid))
+
+    def _placement_client(self):
+        if self._report_client is None:
+            from minisched.scheduler.client import report
+            self._report_client = report.SchedulerReportClient(self.conf)
+        return self._report_client
 
     def _still_pending(self, context, build_requests, request_specs):
         """``(pending, gone)``: the (build request, spec) pairs whose build request still

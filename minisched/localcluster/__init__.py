@@ -88,7 +88,8 @@ def probe_rabbit(url, timeout=2.0):
 class LocalCluster:
     """Files and processes of one local cluster under ``state_dir``."""
 
-    def __init__(self, state_dir, computes=3, transport_url=None, out=None, rabbit_nodes=0):
+    def __init__(self, state_dir, computes=3, transport_url=None, out=None, rabbit_nodes=0,
+                 placement=False):
         self.state_dir = os.path.abspath(state_dir)
         self.computes = computes
         self.transport_url = transport_url
@@ -98,6 +99,9 @@ class LocalCluster:
         self.procs = {}
         self.rabbit_nodes = rabbit_nodes
         self.rabbit = None  # the RabbitMQ cluster this command started, if any
+        #: Run the real Placement service (``start_placement``) and use it.
+        self.placement = placement
+        self.placement_server = None  # the Placement this command started, if any
 
     def say(self, message):
         self.out.write(message + '\n')
@@ -160,6 +164,10 @@ class LocalCluster:
         ]
         if self.rabbit_nodes and not fake:
             lines += ['[oslo_messaging_rabbit]'] + ['%s = %s' % item for item in QUORUM_OPTIONS]
+        if self.placement_server is not None:
+            from minisched.localcluster import placement
+            lines += ['[placement]', 'enabled = true'] + [
+                '%s = %s' % item for item in placement.client_options(self.placement_server.url)]
         if fake:
             lines.insert(lines.index('[DEFAULT]') + 1,
                          'log_file = %s' % os.path.join(self.state_dir, 'services.log'))
@@ -376,6 +384,33 @@ class LocalCluster:
             lines.append('  running cluster members: %s' % (', '.join(members) or 'none'))
         return lines
 
+    # -- its own Placement ------------------------------------------------------------------
+
+    def start_placement(self):
+        """Start the cluster's Placement (its SQLite database under the state directory, a
+        free loopback port) before the config is written: ``[placement]`` names its URL."""
+        from minisched.localcluster import placement
+        self.make_state_dir()
+        server = placement.PlacementServer(self.state_dir, opener=self.open_private)
+        self.open_private(os.path.join(self.state_dir, placement.SQLITE_FILE), 'a').close()
+        server.write_config()
+        self.say('Syncing the Placement database and starting Placement (uWSGI)...')
+        server.db_sync()
+        try:
+            server.start()
+        except placement.PlacementError as exc:
+            raise RuntimeError(str(exc))
+        self.placement_server = server
+        self.procs['placement'] = server.proc
+        self.say('  Placement: %s' % server.url)
+
+    def stop_placement(self):
+        """Stop the Placement this command started (``stop_processes`` stops it too)."""
+        server, self.placement_server = self.placement_server, None
+        if server is not None:
+            self.procs.pop('placement', None)
+            server.stop()
+
     # -- processes ------------------------------------------------------------------------
 
     def _spawn(self, name, binary, extra_config=None):
@@ -393,7 +428,9 @@ class LocalCluster:
         self._save_pids()
 
     def _save_pids(self, pids=None):
-        pids = pids or {name: proc.pid for name, proc in self.procs.items()}
+        pids = dict(pids or {name: proc.pid for name, proc in self.procs.items()})
+        if 'placement' in self.procs:
+            pids['placement'] = self.procs['placement'].pid
         with self.open_private(os.path.join(self.state_dir, SERVICES_FILE)) as handle:
             json.dump(pids, handle)
 

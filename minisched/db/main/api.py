@@ -307,6 +307,7 @@ def _whole_rows(conn, table, ids):
     return utils.fetch_by_ids(conn, table, ids, frozen=SHARED_HOST_COLUMNS) if ids else []
 
 
+@_user_or_admin
 def service_get_all_computes_by_hv_type(context, hv_type, include_disabled=False):
     """Live compute services (whatever the context's ``read_deleted``) of a host with a node
     of hypervisor type ``hv_type``; as Nova's join, which filters the services only, a
