@@ -229,10 +229,13 @@ class TestMakeCompatible(test_base.TestCase):
         self.assertNotIn('disabled', self._data(cell, '1.0'))
         self.assertTrue(self._data(cell, '1.1')['disabled'])
 
-    def test_image_signature_hash_method_dropped_before_1_13(self):
-        props = objects.ImageMetaProps(img_signature_hash_method='SHA-256')
-        self.assertNotIn('img_signature_hash_method', self._data(props, '1.12'))
-        self.assertIn('img_signature_hash_method', self._data(props, '1.13'))
+    def test_image_secure_boot_dropped_before_1_13(self):
+        # The signature properties of 1.12 are never dropped (as in Nova).
+        props = objects.ImageMetaProps(os_secure_boot='required',
+                                       img_signature_hash_method='SHA-256')
+        self.assertNotIn('os_secure_boot', self._data(props, '1.12'))
+        self.assertIn('os_secure_boot', self._data(props, '1.13'))
+        self.assertIn('img_signature_hash_method', self._data(props, '1.0'))
 
     def test_child_object_backported_with_the_manifest(self):
         destination = objects.Destination(

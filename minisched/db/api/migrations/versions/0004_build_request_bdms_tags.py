@@ -4,7 +4,7 @@ Nova's ``build_requests`` rows hold them as the JSON of a BlockDeviceMappingList
 TagList next to the instance; so do minisched's.
 
 Revision ID: 4f8b2e6a9c17
-Revises: 7a4c1e8f2b35
+Revises: 9c1f4a7d2e60
 Create Date: 2026-11-28 00:00:00
 """
 import sqlalchemy as sa
@@ -13,7 +13,7 @@ from alembic import op
 from minisched.db.utils import MediumText
 
 revision = '4f8b2e6a9c17'
-down_revision = '7a4c1e8f2b35'
+down_revision = '9c1f4a7d2e60'
 branch_labels = None
 depends_on = None
 
