@@ -4,6 +4,7 @@
 def register_all():
     # Importing a module registers its classes (MinischedObjectRegistry.register).
     __import__('minisched.objects.aggregate')
+    __import__('minisched.objects.block_device')
     __import__('minisched.objects.build_request')
     __import__('minisched.objects.cell_mapping')
     __import__('minisched.objects.compute_node')
@@ -13,11 +14,14 @@ def register_all():
     __import__('minisched.objects.image_meta')
     __import__('minisched.objects.instance')
     __import__('minisched.objects.instance_action')
+    __import__('minisched.objects.instance_carried')
     __import__('minisched.objects.instance_fault')
     __import__('minisched.objects.instance_group')
+    __import__('minisched.objects.instance_info_cache')
     __import__('minisched.objects.instance_mapping')
     __import__('minisched.objects.instance_numa')
     __import__('minisched.objects.instance_pci_requests')
+    __import__('minisched.objects.keypair')
     __import__('minisched.objects.network_metadata')
     __import__('minisched.objects.network_request')
     __import__('minisched.objects.numa')
@@ -27,4 +31,5 @@ def register_all():
     __import__('minisched.objects.security_group')
     __import__('minisched.objects.selection')
     __import__('minisched.objects.service')
+    __import__('minisched.objects.tag')
     __import__('minisched.objects.virt_cpu_topology')
