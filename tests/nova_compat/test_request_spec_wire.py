@@ -1,9 +1,9 @@
 """A RequestSpec built by Nova 34's code reads into minisched's objects with nothing lost.
 
 Nova builds the spec in a process of its own (:mod:`tests.nova_compat.nova_request_spec`);
-its primitive, moved to minisched's object namespace (what the Nova wire profile does), is
-read by minisched's classes and written back: the primitive that comes out is Nova's, field
-for field, so a Nova client's request crosses minisched's scheduler and conductor whole.
+its primitive is read by minisched's classes through the Nova wire profile's serializer and
+written back through it: what comes out is Nova's primitive, field for field, so a Nova
+client's request crosses minisched's scheduler and conductor whole.
 """
 import json
 import os
@@ -14,6 +14,7 @@ from oslo_serialization import jsonutils
 import pytest
 
 from minisched import exception
+from minisched.messaging import wire
 from minisched import objects
 from minisched.objects import base
 from tests.nova_compat import client
@@ -23,23 +24,19 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _CI = os.environ.get('CI', '').lower() == 'true'
 
 
-def _renamed(value, old, new):
-    """``value`` (a primitive) with every ``<old>_object.*`` key and ``<old>`` namespace
-    given ``new``'s names."""
+def _changes_sorted(value):
+    """``value`` (a primitive) with each object's ``nova_object.changes`` in sorted order (a
+    set, which each process lists in its own order)."""
     if isinstance(value, list):
-        return [_renamed(item, old, new) for item in value]
+        return [_changes_sorted(item) for item in value]
     if not isinstance(value, dict):
         return value
-    renamed = {}
-    for key, item in value.items():
-        if key.startswith(old + '_object.'):
-            key = new + key[len(old):]
-            if key == new + '_object.namespace':
-                item = new
-            elif key == new + '_object.changes':
-                item = sorted(item)
-        renamed[key] = _renamed(item, old, new)
-    return renamed
+    return {key: sorted(item) if key == 'nova_object.changes' else _changes_sorted(item)
+            for key, item in value.items()}
+
+
+#: The Nova wire profile's serializer: what a scheduler or conductor reads and sends with.
+_SERIALIZER = wire.NamespaceSerializer(base.MinischedObjectSerializer())
 
 
 @pytest.fixture(scope='module')
@@ -59,14 +56,15 @@ def nova_primitive():
 @pytest.fixture(scope='module')
 def spec(nova_primitive):
     objects.register_all()
-    return objects.RequestSpec.obj_from_primitive(_renamed(nova_primitive, 'nova',
-                                                           'minisched'))
+    # A copy: the serializer renames the primitive in place.
+    return _SERIALIZER.deserialize_entity(None, json.loads(json.dumps(nova_primitive)))
 
 
 def test_minisched_writes_back_novas_primitive_field_for_field(nova_primitive, spec):
+    assert isinstance(spec, objects.RequestSpec)
     # As both travel: JSON (sets are tuples until then).
-    ours = jsonutils.loads(jsonutils.dumps(spec.obj_to_primitive()))
-    assert _renamed(ours, 'minisched', 'nova') == _renamed(nova_primitive, 'nova', 'nova')
+    ours = jsonutils.loads(jsonutils.dumps(_SERIALIZER.serialize_entity(None, spec)))
+    assert _changes_sorted(ours) == _changes_sorted(nova_primitive)
 
 
 def test_the_scheduler_reads_novas_values(spec):
