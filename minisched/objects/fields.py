@@ -67,7 +67,18 @@ class BaseMinischedEnum(ovo_fields.Enum):
         super().__init__(valid_values=self.ALL)
 
 
-class Architecture(BaseMinischedEnum):
+class _CanonicalEnum(BaseMinischedEnum):
+    """An enum whose values are canonicalized (``canonicalize``) before they are checked."""
+
+    @classmethod
+    def canonicalize(cls, name):
+        return name
+
+    def coerce(self, obj, attr, value):
+        return super().coerce(obj, attr, self.canonicalize(value))
+
+
+class Architecture(_CanonicalEnum):
     """Canonical CPU architecture names: libvirt's, as Nova lists them."""
 
     ALPHA = 'alpha'
@@ -124,11 +135,8 @@ class Architecture(BaseMinischedEnum):
             newname = cls.AARCH64
         return newname
 
-    def coerce(self, obj, attr, value):
-        return super().coerce(obj, attr, self.canonicalize(value))
 
-
-class HVType(BaseMinischedEnum):
+class HVType(_CanonicalEnum):
     """Guest virtualization types (Nova's list); ``fake`` is the fake driver's."""
 
     BAREMETAL = 'baremetal'
@@ -165,11 +173,8 @@ class HVType(BaseMinischedEnum):
             newname = cls.XEN
         return newname
 
-    def coerce(self, obj, attr, value):
-        return super().coerce(obj, attr, self.canonicalize(value))
 
-
-class VMMode(BaseMinischedEnum):
+class VMMode(_CanonicalEnum):
     """Virtual machine modes (Nova's ``fields.VMMode``)."""
 
     HVM = 'hvm'
@@ -188,9 +193,6 @@ class VMMode(BaseMinischedEnum):
         elif mode in ('hv', 'baremetal'):
             mode = cls.HVM
         return mode
-
-    def coerce(self, obj, attr, value):
-        return super().coerce(obj, attr, self.canonicalize(value))
 
 
 class DiskBus(BaseMinischedEnum):
@@ -237,11 +239,23 @@ class InputBus(BaseMinischedEnum):
     ALL = ('usb', 'virtio')
 
 
-class OSType(BaseMinischedEnum):
+class OSType(_CanonicalEnum):
     ALL = ('linux', 'windows')
 
-    def coerce(self, obj, attr, value):
-        return super().coerce(obj, attr, value.lower())  # 'Linux', 'Windows' are seen
+    @classmethod
+    def canonicalize(cls, name):
+        return name.lower()  # 'Linux', 'Windows' are seen
+
+
+class _LegacyNamedEnum(_CanonicalEnum):
+    """An enum that also takes, in any case, the older names of ``LEGACY_VALUES``."""
+
+    LEGACY_VALUES = {}
+
+    @classmethod
+    def canonicalize(cls, name):
+        name = name.lower()
+        return cls.LEGACY_VALUES.get(name, name)
 
 
 class RNGModel(BaseMinischedEnum):
@@ -264,15 +278,11 @@ class MemEncryptionModel(BaseMinischedEnum):
     ALL = (AMD_SEV, AMD_SEV_ES, AMD_SEV_SNP, INTEL_TDX)
 
 
-class SCSIModel(BaseMinischedEnum):
+class SCSIModel(_LegacyNamedEnum):
     ALL = ('buslogic', 'ibmvscsi', 'lsilogic', 'lsisas1068', 'lsisas1078', 'virtio-scsi',
            'vmpvscsi')
     #: Names of the legacy ``vmware_adaptertype`` property.
     LEGACY_VALUES = {'lsilogicsas': 'lsisas1068', 'paravirtual': 'vmpvscsi'}
-
-    def coerce(self, obj, attr, value):
-        value = value.lower()
-        return super().coerce(obj, attr, self.LEGACY_VALUES.get(value, value))
 
 
 class SecureBoot(BaseMinischedEnum):
@@ -287,7 +297,7 @@ class VideoModel(BaseMinischedEnum):
     ALL = ('cirrus', 'qxl', 'vga', 'vmvga', 'xen', VIRTIO, GOP, NONE, BOCHS)
 
 
-class VIFModel(BaseMinischedEnum):
+class VIFModel(_LegacyNamedEnum):
     IGB = 'igb'
     ALL = ('virtio', 'ne2k_pci', 'pcnet', 'rtl8139', 'e1000', 'e1000e', 'netfront',
            'spapr-vlan', 'lan9118', 'sriov', 'vmxnet', 'vmxnet3', IGB)
@@ -295,10 +305,6 @@ class VIFModel(BaseMinischedEnum):
     LEGACY_VALUES = {'virtuale1000': 'e1000', 'virtuale1000e': 'e1000e',
                      'virtualpcnet32': 'pcnet', 'virtualsriovethernetcard': 'sriov',
                      'virtualvmxnet': 'vmxnet', 'virtualvmxnet3': 'vmxnet3'}
-
-    def coerce(self, obj, attr, value):
-        value = value.lower()
-        return super().coerce(obj, attr, self.LEGACY_VALUES.get(value, value))
 
 
 class VIOMMUModel(BaseMinischedEnum):
