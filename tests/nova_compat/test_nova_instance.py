@@ -114,6 +114,12 @@ class TestNovaInstance(sqlite_databases.SqliteDatabases, base.TestCase):
         for name in ('id', 'created_at', 'updated_at') + _DERIVED:
             expected.pop(name, None)
             actual.pop(name, None)
+        # An empty list is read back unset, and loads as an empty list when read.
+        for name in instance_obj.Instance._LIST_COLUMNS:
+            if not len(getattr(sent, name)):
+                self.assertNotIn(name, actual)
+                self.assertEqual([], list(getattr(read, name)))
+                expected.pop(name)
         self.assertEqual(expected, actual)
         # The derived fields load when read, from what minisched has.
         self.assertIsNone(read.fault)

@@ -220,3 +220,58 @@ class TestGroups(_DatabaseCase):
         self.assertRaises(exception.ObjectActionError, found.save)
         self.assertRaises(exception.InstanceGroupNotFound, objects.InstanceGroup.get_by_name,
                           ctxt, 'web')
+
+
+class TestBuildRequests(_DatabaseCase):
+
+    def _request(self, uuid, name, **values):
+        instance = objects.Instance(self.ctxt, uuid=uuid, project_id='p1', user_id='u1',
+                                    display_name=name, **values)
+        request = objects.BuildRequest(self.ctxt, instance_uuid=uuid, project_id='p1',
+                                       instance=instance)
+        request.create()
+        return request
+
+    def test_get_by_filters_matches_sorts_and_pages_as_novas(self):
+        self._request(uuids.a, 'web-1', vm_state='building')
+        self._request(uuids.b, 'web-2', vm_state='building')
+        self._request(uuids.c, 'db-1', vm_state='building')
+        found = objects.BuildRequestList.get_by_filters(
+            self.ctxt, {'display_name': '^web', 'vm_state': ['building']},
+            sort_keys=['display_name'], sort_dirs=['asc'])
+        self.assertEqual(['web-1', 'web-2'], [r.instance.display_name for r in found])
+        page = objects.BuildRequestList.get_by_filters(
+            self.ctxt, {}, sort_keys=['display_name'], sort_dirs=['asc'], marker=uuids.c,
+            limit=1)
+        self.assertEqual(['web-1'], [r.instance.display_name for r in page])
+        self.assertEqual([], list(objects.BuildRequestList.get_by_filters(
+            self.ctxt, {'deleted': True})))
+        self.assertRaises(exception.MarkerNotFound, objects.BuildRequestList.get_by_filters,
+                          self.ctxt, {}, marker=uuids.nowhere)
+
+    def test_read_back_with_empty_mappings_and_tags(self):
+        request = self._request(uuids.a, 'web-1')
+        read = objects.BuildRequest.get_by_instance_uuid(self.ctxt, request.instance_uuid)
+        self.assertEqual(([], []), (list(read.block_device_mappings), list(read.tags)))
+
+
+class TestWithoutTheirTables(base.TestCase):
+    """Key pairs and block device mappings: answered as Nova's empty tables would."""
+
+    def test_key_pairs(self):
+        ctxt = context.get_admin_context()
+        self.assertRaises(exception.KeypairNotFound, objects.KeyPair.get_by_name, ctxt,
+                          'u1', 'key1')
+        self.assertEqual((0, []), (objects.KeyPairList.get_count_by_user(ctxt, 'u1'),
+                                   list(objects.KeyPairList.get_by_user(ctxt, 'u1'))))
+        self.assertRaises(exception.ObjectMethodNotSupported,
+                          objects.KeyPair(ctxt, name='key1', type='ssh').create)
+
+    def test_block_device_mappings(self):
+        ctxt = context.get_admin_context()
+        self.assertEqual([], list(objects.BlockDeviceMappingList.get_by_instance_uuid(
+            ctxt, uuids.a)))
+        self.assertRaises(exception.VolumeBDMNotFound, objects.BlockDeviceMapping.get_by_volume,
+                          ctxt, 'vol1')
+        self.assertRaises(exception.ObjectMethodNotSupported,
+                          objects.BlockDeviceMapping(ctxt, volume_id='vol1').save)
