@@ -55,7 +55,8 @@ class UUIDField(ovo_fields.AutoTypedField):
 
 
 class Architecture(ovo_fields.Enum):
-    """Canonical CPU architecture names (Nova's obj_fields.Architecture subset)."""
+    """Canonical CPU architecture names: Nova's (libvirt's), in Nova's order, which is part of
+    the fingerprint of every object with such a field."""
 
     AARCH64 = 'aarch64'
     ARMV7 = 'armv7l'
@@ -64,7 +65,10 @@ class Architecture(ovo_fields.Enum):
     PPC64LE = 'ppc64le'
     S390X = 's390x'
     X86_64 = 'x86_64'
-    ALL = (AARCH64, ARMV7, I686, PPC64, PPC64LE, S390X, X86_64)
+    ALL = ('alpha', 'armv6', ARMV7, 'armv7b', AARCH64, 'cris', I686, 'ia64', 'lm32', 'm68k',
+           'microblaze', 'microblazeel', 'mips', 'mipsel', 'mips64', 'mips64el', 'openrisc',
+           'parisc', 'parisc64', 'ppc', 'ppcle', PPC64, PPC64LE, 'ppcemb', 's390', S390X,
+           'sh4', 'sh4eb', 'sparc', 'sparc64', 'unicore32', X86_64, 'xtensa', 'xtensaeb')
 
     def __init__(self):
         super().__init__(valid_values=self.ALL)
@@ -86,7 +90,8 @@ class Architecture(ovo_fields.Enum):
 
 
 class HVType(ovo_fields.Enum):
-    """Hypervisor types (Nova's list); ``fake`` is the fake driver's."""
+    """Hypervisor (virtualization) types: Nova's, in Nova's order (see ``Architecture``);
+    ``fake`` is the fake driver's."""
 
     BAREMETAL = 'baremetal'
     FAKE = 'fake'
@@ -97,7 +102,9 @@ class HVType(ovo_fields.Enum):
     QEMU = 'qemu'
     VMWARE = 'vmware'
     XEN = 'xen'
-    ALL = (BAREMETAL, FAKE, HYPERV, IRONIC, KVM, LXC, QEMU, VMWARE, XEN)
+    ALL = (BAREMETAL, 'bhyve', 'docker', FAKE, HYPERV, IRONIC, 'kqemu', KVM, LXC, 'lxd',
+           'openvz', 'parallels', 'phyp', QEMU, 'test', 'uml', 'vbox', 'vz', VMWARE, XEN,
+           'zvm', 'prsm')
 
     def __init__(self):
         super().__init__(valid_values=self.ALL)

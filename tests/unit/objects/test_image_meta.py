@@ -58,7 +58,7 @@ class TestImageMetaProps(test_base.TestCase):
                          props.obj_to_primitive()['minisched_object.data'])
 
     def test_invalid_enum_value_is_rejected(self):
-        for name, value in (('hw_architecture', 'sparc'), ('img_hv_type', 'bhyve'),
+        for name, value in (('hw_architecture', 'pdp11'), ('img_hv_type', 'virtualpc'),
                             ('hw_vm_mode', 'bogus')):
             with self.assertRaises(ValueError, msg=name):
                 _props(**{name: value})
