@@ -221,6 +221,14 @@ def test_host_mappings(ctx):
     assert caught.value.kwargs['cell_uuid'] == cell['uuid']
     with pytest.raises(db_exc.DBReferenceError):
         api_db.cell_mapping_destroy(ctx, cell['uuid'])
+    moved = api_db.host_mapping_update(ctx, mapping['id'], {'cell_id': other['id']})
+    assert moved['cell_mapping']['uuid'] == other['uuid'] and moved['updated_at'] is not None
+    api_db.host_mapping_create(ctx, 'h2', cell['id'])
+    with pytest.raises(exception.HostMappingExists) as caught:
+        api_db.host_mapping_update(ctx, mapping['id'], {'host': 'h2'}, host='h1')
+    assert caught.value.kwargs['cell_uuid'] == cell['uuid']
+    assert [c['uuid'] for c in api_db.cell_mapping_get_all(ctx, disabled=False)] == [
+        cell['uuid'], other['uuid']]
 
 
 def test_aggregates(ctx):
