@@ -229,6 +229,12 @@ class NoValidHost(MinischedException):
     msg_fmt = 'No valid host was found. %(reason)s'
 
 
+class CellsUnreachable(NoValidHost):
+    """No host fits while the databases of some cells do not answer: their hosts could not
+    be considered. ``cells`` names them with the time since when (``reason`` says so)."""
+    msg_fmt = 'No valid host was found. %(reason)s'
+
+
 class MaxRetriesExceeded(NoValidHost):
     msg_fmt = 'Exceeded maximum number of retries. %(reason)s'
 
@@ -566,6 +572,13 @@ class ValidationError(Invalid):
     msg_fmt = '%(detail)s'
 
 
+class DatabaseUnavailable(MinischedException):
+    """A build task gave up on a database that stayed away for its whole retry bound."""
+
+    msg_fmt = '%(database)s was unavailable for %(seconds)d seconds: %(reason)s'
+    code = 503
+
+
 class DBTransientError(MinischedException):
     """A database error that passes by itself (connection refused or lost, deadlock, lock
     timeout): the same call can be made again. The conductor answers with it in place of the
@@ -616,6 +629,10 @@ class ResourceProviderRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to get resource provider with UUID %(uuid)s'
 
 
+class ResourceProviderNotFound(NotFound):
+    msg_fmt = 'No such resource provider %(name_or_uuid)s.'
+
+
 class ResourceProviderCreationFailed(MinischedException):
     msg_fmt = 'Failed to create resource provider %(name)s'
 
@@ -634,6 +651,10 @@ class ResourceProviderUpdateConflict(PlacementAPIConflict):
     """A provider generation conflict: another process changed the provider first."""
     msg_fmt = ('A conflict was encountered attempting to update resource provider %(uuid)s '
                '(generation %(generation)d): %(error)s')
+
+
+class InventoryInUse(MinischedException):
+    msg_fmt = 'Inventory for resource provider is in use: %(error)s'
 
 
 class TraitRetrievalFailed(MinischedException):
@@ -658,3 +679,27 @@ class ResourceProviderAllocationRetrievalFailed(MinischedException):
 
 class ConsumerAllocationRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to retrieve allocations for consumer %(consumer_uuid)s: %(error)s'
+
+
+class InstanceInfoCacheNotFound(NotFound):
+    msg_fmt = 'Info cache for instance %(instance_uuid)s could not be found.'
+
+
+class InstanceTagNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_id)s has no tag \'%(tag)s\''
+
+
+class KeypairNotFound(NotFound):
+    msg_fmt = 'Keypair %(name)s not found for user %(user_id)s'
+
+
+class VolumeBDMNotFound(NotFound):
+    msg_fmt = 'No volume Block Device Mapping with id %(volume_id)s.'
+
+
+class MigrationContextNotFound(NotFound):
+    msg_fmt = 'Migration context for instance %(instance_uuid)s could not be found.'
+
+
+class RequestFilterFailed(MinischedException):
+    msg_fmt = 'Scheduling failed: %(reason)s'

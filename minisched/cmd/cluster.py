@@ -56,6 +56,11 @@ def _add_common(parser, suppress):
                              'under STATE_DIR/rabbit), joined into one RabbitMQ cluster, and '
                              'run the services on all of them with quorum queues, instead of '
                              '--transport-url (3 is the usual size; down removes them)')
+    parser.add_argument('--placement', action='store_true', default=default(False),
+                        help='run the real Placement service (openstack-placement under '
+                             'uWSGI, its SQLite database under STATE_DIR, a free loopback '
+                             'port) and use it: computes report to it, the scheduler asks '
+                             'it ([placement] enabled)')
 
 
 def _parser():
@@ -65,6 +70,9 @@ def _parser():
                'RabbitMQ the cluster runs in one process on the in-memory fake:// transport. '
                'The options above are accepted after the command name too.')
     _add_common(parser, suppress=False)
+    from minisched import version
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + version.version_string)
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     common = argparse.ArgumentParser(add_help=False)
     _add_common(common, suppress=True)
@@ -112,7 +120,8 @@ def main(argv=None):
         state_dir = args.state_dir or os.path.join(os.getcwd(), DEFAULT_STATE_DIR)
     cluster = localcluster.LocalCluster(state_dir, computes=args.computes,
                                         transport_url=args.transport_url,
-                                        rabbit_nodes=args.rabbit_nodes)
+                                        rabbit_nodes=args.rabbit_nodes,
+                                        placement=args.placement)
     detach = args.command == 'up' and args.detach
     if args.command in ('up', 'demo') and cluster.running_services():
         # Starting again here would overwrite its records (and leave it running unseen).
@@ -220,6 +229,7 @@ def _refuse_busy_queues(cluster, url, explicit):
 
 def _stop_all(cluster):
     cluster.stop_processes()
+    cluster.stop_placement()
     if cluster.rabbit is not None:
         cluster.stop_rabbit()
     cluster.delete_vhost()
@@ -236,7 +246,7 @@ def _setup_process_config(cluster, init_rpc=True):
     from minisched.db import engines
     from minisched import objects
     from oslo_log import log as logging
-    config.parse_args(['minisched-cluster', '--config-file', cluster.config_file],
+    config.parse_args(['minisched-cluster'] + cluster.config_args(),
                       init_rpc=init_rpc)
     if not config.CONF.log_file:
         # Its log records (the demo's filters warn that they are deprecated, say) go to a
@@ -249,6 +259,8 @@ def _setup_process_config(cluster, init_rpc=True):
 
 
 def _start(cluster, fake):
+    if cluster.placement:
+        cluster.start_placement()
     # In-process (fake) services log to a file, so their lines do not interleave with ours.
     cluster.write_config(fake=fake)
     cluster.sync_databases()
@@ -301,6 +313,7 @@ def _stop(cluster, launcher):
         cluster.forget_pids()
     else:
         cluster.stop_processes()
+    cluster.stop_placement()
     if cluster.rabbit is not None:
         cluster.stop_rabbit()
     cluster.delete_vhost()
@@ -310,7 +323,7 @@ def _stop(cluster, launcher):
 def _up(cluster, fake, detach):
     conf, launcher = _start(cluster, fake)
     env_file = cluster.write_env_file()
-    manage = 'minisched-manage --config-file %s' % cluster.config_file
+    manage = 'minisched-manage %s' % ' '.join(cluster.config_args())
     if detach and launcher is None:
         cluster.say('Cluster running; config %s.' % cluster.config_file)
         cluster.say('Operate it with: %s service list' % manage)

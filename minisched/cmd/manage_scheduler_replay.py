@@ -15,6 +15,7 @@ import sys
 from oslo_config import cfg
 
 from minisched.cmd import manage_display
+from minisched.cmd import manage_flavor
 from minisched import config
 from minisched.conf import opts as conf_opts
 from minisched import exception
@@ -56,7 +57,8 @@ class ReplayCommands:
             return 0
         hosts = taken['hosts']
         return manage_display.fields([
-            ('File', output), ('Taken at', taken['taken_at']), ('Hosts', len(hosts)),
+            ('File', files.printable(output)), ('Taken at', taken['taken_at']),
+            ('Hosts', len(hosts)),
             ('Mapped hosts', sum(1 for h in hosts if h['mapped'])),
             ('Instances', len(taken['instances'])), ('Aggregates', len(taken['aggregates'])),
             ('Server groups', len(taken['server_groups'])),
@@ -237,24 +239,21 @@ def _replay_arguments(parser):
                              'requests they place differently.')
     parser.add_argument('--seed', type=int, default=0, metavar='N',
                         help='Seed of the random choices among the best hosts (0).')
-    parser.add_argument('--differences', type=int, default=20, metavar='N',
+    parser.add_argument('--differences', type=manage_flavor.integer(0), default=20, metavar='N',
                         help='Requests placed differently to list, at most (20).')
     parser.add_argument('--per-host', action='store_true',
                         help='Also a row per host: the share of its RAM, vCPUs and disk in '
                              'use after the replay, per configuration.')
     parser.add_argument('--plot', metavar='DIR',
-                        help='Also write PNG figures to DIR (needs matplotlib: '
+                        help='Also write capacity.png, utilization.png and funnel.png to DIR, '
+                             'printing each path on stderr (needs matplotlib: '
                              'pip install "minisched[plot]").')
 
 
 def _request_count(value):
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError('not a whole number: %r' % value)
-    if not 1 <= number <= schema.MAX_REQUESTS:
-        raise argparse.ArgumentTypeError('give 1 to %d, got %s' % (schema.MAX_REQUESTS,
-                                                                   value))
+    number = manage_flavor.integer(1)(value)
+    if number > schema.MAX_REQUESTS:
+        raise argparse.ArgumentTypeError('at most %d: %r' % (schema.MAX_REQUESTS, value))
     return number
 
 

@@ -98,6 +98,9 @@ class Builder:
         if result == ACTIVE:
             self.rt.build_succeeded(node)
         else:
+            if result == FAILED:
+                # The instance counts on no host now: nor in Placement (as Nova).
+                self.manager.delete_allocation_for_instance(context, instance, force=True)
             self.rt.build_failed(node)
         return result
 
@@ -226,6 +229,8 @@ class Builder:
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
         self._save(instance, 'reschedule', expected_vm_state=instance_obj.BUILDING)
+        # The conductor claims the alternate's allocation request in its place (as Nova).
+        self.manager.delete_allocation_for_instance(context, instance, force=True)
         self.manager.compute_task_api.build_instances(
             context, [instance], image, filter_properties, kwargs.get('admin_password'),
             kwargs.get('injected_files'), kwargs.get('requested_networks'),

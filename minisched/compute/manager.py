@@ -164,8 +164,22 @@ class ComputeManager(manager.Manager):
         except exception.InstanceNotFound:
             LOG.debug('Instance %s was already deleted', instance.uuid)
         self.rt.update_usage(context, instance, node, is_removed=True)
+        self.delete_allocation_for_instance(
+            context, instance, force=self.conf.reclaim_instance_interval <= 0)
         self.delete_scheduler_instance_info(context, instance.uuid)
         LOG.info('Instance %s deleted from %s', instance.uuid, self.host)
+
+    def delete_allocation_for_instance(self, context, instance, force=True):
+        """Give the instance's allocations back to Placement (with ``[placement] enabled``):
+        deleted, failed or rescheduled builds, as Nova's compute does."""
+        if self.rt.provider_report is None:
+            return
+        try:
+            self.rt.provider_report.reportclient.delete_allocation_for_instance(
+                context, instance.uuid, force=force)
+        except exception.AllocationDeleteFailed as exc:
+            LOG.warning('Could not delete the allocations of instance %s: %s', instance.uuid,
+                        exc.format_message())
 
     # -- scheduler updates ----------------------------------------------------------------
 

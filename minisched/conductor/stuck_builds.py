@@ -273,7 +273,7 @@ class StuckBuilds:
         except exception.BuildRequestNotFound:
             return
         try:
-            request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
+            request_spec_obj.RequestSpec(context, instance_uuid=uuid).destroy()
         except exception.RequestSpecNotFound:
             pass
 

@@ -62,21 +62,24 @@ class PlacementServer:
     """Config, database and process of one Placement service under ``state_dir``.
 
     ``database_url``: an SQLAlchemy URL of an existing, empty database; None for the SQLite
-    file ``placement.sqlite`` in ``state_dir``. ``port``: None for a free one.
+    file ``placement.sqlite`` in ``state_dir``. ``port``: None for a free one. ``threads``
+    per uWSGI worker: None for 1 on SQLite (its writers must not overlap), else 4.
     """
 
     #: Attempts to start on a fresh free port when another process took the port first.
     START_ATTEMPTS = 3
 
     def __init__(self, state_dir, database_url=None, host='127.0.0.1', port=None,
-                 processes=1, threads=4, debug=False, opener=None):
+                 processes=1, threads=None, debug=False, opener=None):
         self.state_dir = os.path.abspath(state_dir)
         self.database_url = database_url or 'sqlite:///%s' % os.path.join(self.state_dir,
                                                                           SQLITE_FILE)
         self.host = host
         self.port = port
         self.processes = processes
-        self.threads = threads
+        # One request at a time on SQLite: two transactions that both go on to write get
+        # "database is locked" at once (SQLite does not wait there, it would deadlock).
+        self.threads = threads or (1 if self.database_url.startswith('sqlite') else 4)
         self.debug = debug
         self._opener = opener or open
         self.proc = None

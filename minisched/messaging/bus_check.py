@@ -82,8 +82,15 @@ def unreachable_cells(ctxt, conf_url):
 
 
 def log_unreachable_cells(ctxt, conf_url):
-    """Log an ERROR for each cell :func:`unreachable_cells` finds; returns them."""
-    found = unreachable_cells(ctxt, conf_url)
+    """Log an ERROR for each cell :func:`unreachable_cells` finds; returns them. A check that
+    cannot run (the API database not there yet) is logged at WARNING and skipped: the
+    service starts all the same."""
+    try:
+        found = unreachable_cells(ctxt, conf_url)
+    except Exception as exc:  # the database libraries' errors are many; none is fatal here
+        LOG.warning('Could not check the cells\' message buses at start-up: %s',
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else exc)
+        return []
     for cell, url, reason in found:
         LOG.error('Cell %(name)s (%(uuid)s) has the transport URL %(url)s, which does not '
                   'let a connection in: %(reason)s. Builds sent to its computes will wait '

@@ -118,6 +118,16 @@ def test_compute_nodes(ctx):
     assert sorted((row['id'], row['deleted']) for row in changed) == [
         (node['id'], 0), (stale['id'], stale['id'])]
     assert main_db.compute_node_get_by_host_and_nodename(ctx, 'h1', 'n1')['vcpus_used'] == 2
+    assert main_db.compute_node_get_by_nodename(ctx, 'n1')['id'] == node['id']
+    third = main_db.compute_node_create(ctx, dict(values, hypervisor_hostname='n3',
+                                                  hypervisor_type='ironic'))
+    assert [row['id'] for row in main_db.compute_node_get_all_by_pagination(
+        ctx, limit=1, marker=node['id'])] == [third['id']]
+    with pytest.raises(exception.MarkerNotFound):
+        main_db.compute_node_get_all_by_pagination(ctx, marker=stale['id'])
+    main_db.service_create(ctx, {'host': 'h1', 'binary': main_db.COMPUTE_BINARY})
+    assert [row['host'] for row in main_db.service_get_all_computes_by_hv_type(
+        ctx, 'ironic')] == ['h1']
 
 
 def test_scheduler_reads(ctx):

@@ -2,33 +2,15 @@
 MariaDB), ``placement-manage db sync``, uWSGI on a free loopback port, ``noauth2``; reached
 with minisched's report client configured as its services are (``[placement]`` with
 ``auth_type = admin_token``)."""
-import configparser
-
 import pytest
-from oslo_config import cfg
 from oslo_utils import uuidutils
 
-from minisched.conf import placement as placement_conf
 from minisched import context as ms_context
 from minisched.localcluster import placement
-from minisched.scheduler.client import report
 from tests.functional import db_fixtures
+from tests.functional.placement_helpers import report_client
 
 pytestmark = pytest.mark.functional
-
-
-def report_client(tmp_path, url):
-    """A report client on a ConfigOpts parsed from a file, as a service reads its own."""
-    parser = configparser.ConfigParser()
-    parser['placement'] = dict(placement.client_options(url), enabled='true')
-    path = tmp_path / 'client.conf'
-    with open(path, 'w') as handle:
-        parser.write(handle)
-    conf = cfg.ConfigOpts()
-    placement_conf.register_opts(conf)
-    conf(['--config-file', str(path)], project='minisched', default_config_files=[],
-         default_config_dirs=[])
-    return report.SchedulerReportClient(conf)
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ project's (another project's is NotFound, as if it did not exist) and creates on
 as Nova's queries filter them (``project_only``, ``_instance_group_get_query``).
 """
 import sqlalchemy as sa
-from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 
 from minisched import context as ms_context
@@ -161,9 +160,12 @@ def cell_mapping_get_by_uuid(context, cell_uuid):
 
 
 @_admin_only
-def cell_mapping_get_all(context):
+def cell_mapping_get_all(context, disabled=None):
+    """Every cell mapping in id order (only the disabled or enabled ones, if ``disabled`` is
+    True or False)."""
+    where = [] if disabled is None else [cells.c.disabled == bool(disabled)]
     with _begin() as conn:
-        return utils.fetch_all(conn, cells)
+        return utils.fetch_all(conn, cells, *where)
 
 
 @_admin_only
@@ -206,16 +208,19 @@ def _host_mapping_insert(host, cell_id):
                                                {'host': host, 'cell_id': cell_id})])[0]
 
 
+def _host_mapping_exists(host):
+    """``HostMappingExists`` naming the cell ``host`` is mapped to (None if gone meanwhile)."""
+    with _begin() as conn:
+        existing = _host_mapping(conn, host) or {'cell_mapping': None}
+    return exception.HostMappingExists(name=host,
+                                       cell_uuid=(existing['cell_mapping'] or {}).get('uuid'))
+
+
 @_admin_only
 def host_mapping_create(context, host, cell_id):
     """Map ``host`` to cell ``cell_id``; ``HostMappingExists`` names the cell it is already in."""
-    try:
+    with utils.duplicate_as(lambda error: _host_mapping_exists(host)):
         return _host_mapping_insert(host, cell_id)
-    except db_exc.DBDuplicateEntry as error:
-        with _begin() as conn:
-            existing = _host_mapping(conn, host) or {'cell_mapping': None}
-        cell_uuid = (existing['cell_mapping'] or {}).get('uuid')
-        raise exception.HostMappingExists(name=host, cell_uuid=cell_uuid) from error
 
 
 @_admin_only
@@ -255,6 +260,19 @@ _HOST_CELLS = sa.select(host_mappings.c.host, cells.c.uuid).join(
     cells, cells.c.id == host_mappings.c.cell_id)
 _HOST_CELLS_CHANGED = _HOST_CELLS.where(utils.changed_since(host_mappings,
                                                             sa.bindparam('since')))
+
+
+@_admin_only
+@utils.writer
+def host_mapping_update(context, mapping_id, values, host=None):
+    """Update host mapping ``mapping_id`` (its ``cell_id``, its ``host``) and return it;
+    ``HostMappingNotFound`` names ``host``, ``HostMappingExists`` the cell of a new host
+    that is mapped already."""
+    with utils.duplicate_as(lambda error: _host_mapping_exists(values.get('host'))), \
+            _begin() as conn:
+        row = _update_or_raise(conn, exception.HostMappingNotFound(name=host or mapping_id),
+                               host_mappings, [host_mappings.c.id == mapping_id], values)
+        return _with_cells(conn, [row])[0]
 
 
 @_admin_only
@@ -816,6 +834,17 @@ def request_spec_get_by_instance_uuid(context, instance_uuid):
 
 
 @_user_or_admin
+def request_spec_get_by_instance_uuids(context, instance_uuids):
+    """The specs of those of ``instance_uuids`` that have one (and ``context`` may see)."""
+    if not instance_uuids:
+        return []
+    with _begin() as conn:
+        return utils.fetch_all(conn, request_specs,
+                               request_specs.c.instance_uuid.in_(list(instance_uuids)),
+                               *_spec_project_only(context))
+
+
+@_user_or_admin
 @utils.writer
 def request_spec_update(context, instance_uuid, spec):
     with _begin() as conn:
@@ -874,6 +903,16 @@ def build_request_exists(context, instance_uuid):
     with _begin() as conn:
         return utils.exists(conn, build_requests, *_build_request_where(instance_uuid),
                             *_project_only(context, build_requests))
+
+
+@_user_or_admin
+@utils.writer
+def build_request_update(context, instance_uuid, values):
+    """Update the build request of ``instance_uuid``; returns its row."""
+    with _begin() as conn:
+        _own_build_request(conn, context, instance_uuid)
+        return _update_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
+                                build_requests, _build_request_where(instance_uuid), values)
 
 
 @_user_or_admin

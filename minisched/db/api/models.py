@@ -138,5 +138,7 @@ build_requests = _table(
     sa.Column('instance_uuid', S36, nullable=False),
     sa.Column('project_id', S255),
     sa.Column('instance', utils.MediumText),
+    sa.Column('block_device_mappings', utils.MediumText),
+    sa.Column('tags', sa.Text),
     utils.unique('build_requests', 'instance_uuid'),
 )

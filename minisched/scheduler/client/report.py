@@ -34,6 +34,7 @@ GET_USAGES_VERSION = '1.9'
 TRAITS_VERSION = '1.6'
 #: Placement's error code for a resource provider or consumer generation conflict.
 CONCURRENT_UPDATE = 'placement.concurrent_update'
+INVENTORY_INUSE = 'placement.inventory.inuse'
 GROUP = 'placement'
 
 
@@ -90,7 +91,7 @@ def retries(f):
 
 
 def request_id(response):
-    return response.headers.get('openstack-request-id') if response is not None else None
+    return response.headers.get('x-openstack-request-id') if response is not None else None
 
 
 def error_code(response):
@@ -218,17 +219,22 @@ class SchedulerReportClient:
 
     def _put_part(self, context, uuid, part, generation, value, version):
         """PUT a provider's ``part``; its new generation. A generation conflict raises
-        ResourceProviderUpdateConflict (the caller refreshes and tries again)."""
+        ResourceProviderUpdateConflict (the caller refreshes and tries again), removing
+        inventory that allocations use InventoryInUse."""
         payload = {'resource_provider_generation': generation, part: value}
         resp = self.put('/resource_providers/%s/%s' % (uuid, part), payload, version=version,
                         global_request_id=_global_id(context))
         if resp.status_code == 200:
             return resp.json()['resource_provider_generation']
-        if resp.status_code == 409 and error_code(resp) == CONCURRENT_UPDATE:
-            raise exception.ResourceProviderUpdateConflict(uuid=uuid, generation=generation,
-                                                           error=resp.text)
         LOG.error('[%s] Failed to update %s of resource provider %s: %d %s',
                   request_id(resp), part, uuid, resp.status_code, resp.text)
+        if resp.status_code == 409:
+            # As Nova: every 409 but inventory in use is a generation conflict (Placement
+            # gives the traits one no error code).
+            if error_code(resp) == INVENTORY_INUSE:
+                raise exception.InventoryInUse(error=resp.text)
+            raise exception.ResourceProviderUpdateConflict(uuid=uuid, generation=generation,
+                                                           error=resp.text)
         raise exception.ResourceProviderUpdateFailed(url='/resource_providers/%s/%s' % (
             uuid, part), error=resp.text)
 
@@ -272,6 +278,35 @@ class SchedulerReportClient:
                                global_request_id=_global_id(context))
             if created.status_code not in (201, 204):
                 raise exception.TraitCreationFailed(name=trait, error=created.text)
+
+    def get_provider_by_name(self, context, name):
+        """The provider named ``name``; ResourceProviderNotFound when there is none."""
+        found = self.get_providers(context, name=name)
+        if not found:
+            raise exception.ResourceProviderNotFound(name_or_uuid=name)
+        return found[0]
+
+    def aggregate_add_host(self, context, agg_uuid, host_name):
+        """Put the provider named ``host_name`` in aggregate ``agg_uuid`` (the API's mirror
+        of a host added to a host aggregate)."""
+        self._change_aggregates(context, host_name, lambda aggs: aggs | {agg_uuid})
+
+    def aggregate_remove_host(self, context, agg_uuid, host_name):
+        self._change_aggregates(context, host_name, lambda aggs: aggs - {agg_uuid})
+
+    def _change_aggregates(self, context, host_name, change):
+        uuid = self.get_provider_by_name(context, host_name)['uuid']
+        for attempt in range(1, 5):
+            generation, aggregates = self.get_aggregates(context, uuid)
+            wanted = change(set(aggregates))
+            if wanted == set(aggregates):
+                return
+            try:
+                self.set_aggregates(context, uuid, generation, wanted)
+                return
+            except exception.ResourceProviderUpdateConflict:
+                if attempt == 4:
+                    raise
 
     # -- allocation candidates and allocations -------------------------------------------------
 

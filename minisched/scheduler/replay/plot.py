@@ -51,9 +51,9 @@ def _title(outcomes, requests, sources):
         snapshot, len(requests), asked, ', '.join(o.name for o in outcomes)))
 
 
-def _save(pyplot, figure, title, path, heading):
+def _save(pyplot, figure, title, path, heading, bottom=0.0):
     figure.suptitle('%s\n%s' % (heading, title), fontsize=10)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, bottom, 1, 1))
     figure.savefig(path, dpi=100)
     pyplot.close(figure)
     return path
@@ -73,13 +73,17 @@ def _capacity(pyplot, outcomes, title, path):
     for axis, flavor in zip(axes[0][1:], flavors):
         _before_after(axis, names, [o.fits.get(flavor, (0, 0)) for o in outcomes],
                       'more %s that fit' % _text(flavor))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc='lower center', ncol=2, fontsize=9)
     return _save(pyplot, figure, title, path,
-                 'Hosts in use and room left per flavor, before and after the replay')
+                 'Hosts in use and room left per flavor, before and after the replay',
+                 bottom=0.08)
 
 
 def _before_after(axis, names, pairs, label, limit=None):
     """Per configuration, the value after the replay as a bar, the one before as an
     outline behind it, each written on top."""
+    from matplotlib import ticker
     positions = range(len(names))
     befores = [before for before, _after in pairs]
     afters = [after for _before, after in pairs]
@@ -89,17 +93,22 @@ def _before_after(axis, names, pairs, label, limit=None):
     for bar, before, after in zip(bars, befores, afters):
         axis.annotate('%d' % after if before == after else '%d -> %d' % (before, after),
                       (bar.get_x() + bar.get_width() / 2, max(before, after)),
-                      ha='center', va='bottom', fontsize=9)
+                      xytext=(0, 3), textcoords='offset points', ha='center', va='bottom',
+                      fontsize=9,
+                      bbox={'facecolor': 'white', 'edgecolor': 'none', 'pad': 1})
     top = max([limit or 0] + befores + afters + [1])
     axis.set_ylim(0, top * 1.15)
     if limit:
         axis.axhline(limit, color='grey', linewidth=0.8)
     axis.set_xticks(list(positions), names, rotation=20 if len(names) > 2 else 0)
+    if len(names) == 1:
+        axis.set_xlim(-1, 1)  # one bar, not one as wide as the panel
+    axis.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))  # counts
     axis.set_title(label, fontsize=10)
-    axis.legend(fontsize=8, loc='lower right')
 
 
 def _utilization(pyplot, outcomes, title, path):
+    from matplotlib import ticker
     figure, axes = pyplot.subplots(1, len(RESOURCES), figsize=(4.2 * len(RESOURCES), 4.2),
                                    squeeze=False)
     for axis, (key, label) in zip(axes[0], RESOURCES):
@@ -111,10 +120,11 @@ def _utilization(pyplot, outcomes, title, path):
         axis.set_ylim(0, 105)
         axis.set_xlim(0.5, max([len(o.utilization[key]['hosts']) for o in outcomes] + [1])
                       + 0.5)
+        axis.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         axis.set_title('%s in use per host' % label, fontsize=10)
         axis.set_xlabel('hosts, fullest first')
         axis.set_ylabel('% of allocatable (total x ratio)')
-        axis.legend(fontsize=8)
+        axis.legend(fontsize=8, loc='lower left')
     return _save(pyplot, figure, title, path, 'Host utilization after the replay')
 
 

@@ -62,13 +62,24 @@ def test_json_output_has_a_record_per_figure_and_host(run, files):
     assert figures['host b RAM/vCPU/disk used % of allocatable'] == '100.0/50.0/25.0'
 
 
-def test_plot_writes_the_figures(run, files, tmp_path):
+def test_plot_writes_the_figures_and_says_where(run, files, tmp_path):
     pytest.importorskip('matplotlib')
     code, _out, err = replay(run, files, '--flavor', 'small', '--count', 2, '--compare',
                              files['spread'], files['stack'], '--plot', str(tmp_path / 'png'))
     assert code == 0, err
-    for name in ('utilization.png', 'funnel.png'):
+    names = ('capacity.png', 'utilization.png', 'funnel.png')
+    assert err.splitlines() == ['Wrote %s' % (tmp_path / 'png' / name) for name in names]
+    for name in names:
         assert (tmp_path / 'png' / name).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+def test_figures_that_cannot_be_written_are_one_line(run, files, tmp_path):
+    pytest.importorskip('matplotlib')
+    blocker = tmp_path / 'a-file'
+    blocker.write_text('')
+    code, out, err = replay(run, files, '--flavor', 'small', '--plot', str(blocker / 'png'))
+    assert (code, out) == (1, '')
+    assert err == 'Cannot write the replay figures to %s: Not a directory\n' % (blocker / 'png')
 
 
 def test_plot_without_matplotlib_says_what_to_install(run, files, tmp_path, monkeypatch):
@@ -161,6 +172,12 @@ def _duplicate_host(snap):
     (_node_set('numa_topology', '{bad'), 'hosts[0].node.numa_topology holds no JSON'),
     (_node_set('updated_at', 'never'), 'hosts[0].node.updated_at must be an ISO 8601 time'),
     (_set(('instances',), [5]), 'instances[0] must be object (got 5)'),
+    # Valid JSON of the right shape whose content the object layer refuses:
+    (_node_set('numa_topology', json.dumps({
+        'minisched_object.name': 'NUMATopology', 'minisched_object.namespace': 'minisched',
+        'minisched_object.version': '1.2', 'minisched_object.data': {'cells': 5}})),
+     "host 'a' node 'a' cannot be held: TypeError"),
+    (_node_set('pci_stats', '{"a": 1}'), "host 'a' node 'a' cannot be held: KeyError"),
     (_duplicate_host, "hosts[2]: host 'a' node 'a' is listed twice"),
     (_set(('flavors', 0, 'memory_mb'), -5), 'flavors[0].memory_mb must be bigger than or equal'),
 ])
