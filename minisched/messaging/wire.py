@@ -70,7 +70,9 @@ NOVA_EXCEPTIONS = frozenset([
     'ResourceProviderCreationFailed', 'ResourceProviderUpdateFailed',
     'ResourceProviderUpdateConflict', 'ResourceProviderAllocationRetrievalFailed',
     'TraitRetrievalFailed', 'TraitCreationFailed', 'AllocationUpdateFailed',
-    'AllocationDeleteFailed', 'ConsumerAllocationRetrievalFailed',
+    'AllocationDeleteFailed', 'ConsumerAllocationRetrievalFailed', 'ResourceProviderNotFound',
+    'InventoryInUse', 'RequestFilterFailed', 'InstanceInfoCacheNotFound',
+    'InstanceTagNotFound', 'KeypairNotFound', 'MigrationContextNotFound', 'VolumeBDMNotFound',
 ])
 
 #: The first characters of the note that names the minisched class of an error sent under
