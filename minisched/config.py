@@ -11,6 +11,7 @@ from minisched import exception
 from minisched import monkey_patch
 from minisched import rpc
 from minisched.messaging import incoming
+from minisched.messaging import wire
 from minisched import version
 
 CONF = ms_conf.CONF
@@ -58,6 +59,9 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
              default_config_dirs=default_config_dirs)
     except cfg.Error as exc:
         fail(prog, str(exc).splitlines()[0])
+    # The wire profile's exchange and durability, also for commands that set up RPC later
+    # (minisched-manage's rpc tap reads the exchange without it).
+    wire.of(CONF).set_defaults(CONF)
     if init_rpc:
         try:
             rpc.init(CONF)

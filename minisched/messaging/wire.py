@@ -30,7 +30,7 @@ MINISCHED, NOVA = 'minisched', 'nova'
 
 #: Classes of ``nova.exception`` (Nova 34) that minisched's errors travel as: the name of a
 #: minisched exception when Nova has a class of that name, else of its nearest ancestor
-#: here. tests/nova_compat/test_nova_exceptions.py checks, in a Nova process, that each
+#: here. tests/nova_compat/test_nova_wire.py checks, in a Nova process, that each
 #: exists in nova.exception and takes what is sent.
 NOVA_EXCEPTIONS = frozenset([
     'NovaException', 'Invalid', 'NotFound', 'NotSupported', 'Forbidden', 'AdminRequired',
@@ -70,7 +70,9 @@ NOVA_EXCEPTIONS = frozenset([
     'ResourceProviderCreationFailed', 'ResourceProviderUpdateFailed',
     'ResourceProviderUpdateConflict', 'ResourceProviderAllocationRetrievalFailed',
     'TraitRetrievalFailed', 'TraitCreationFailed', 'AllocationUpdateFailed',
-    'AllocationDeleteFailed', 'ConsumerAllocationRetrievalFailed',
+    'AllocationDeleteFailed', 'ConsumerAllocationRetrievalFailed', 'ResourceProviderNotFound',
+    'InventoryInUse', 'RequestFilterFailed', 'InstanceInfoCacheNotFound',
+    'InstanceTagNotFound', 'KeypairNotFound', 'MigrationContextNotFound', 'VolumeBDMNotFound',
 ])
 
 #: The first characters of the note that names the minisched class of an error sent under

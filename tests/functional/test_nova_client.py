@@ -20,6 +20,7 @@ import sys
 import time
 import uuid
 
+import pika
 import pytest
 
 from minisched import objects
@@ -307,6 +308,17 @@ def test_novas_build_and_run_instance_at_6_x_goes_active_on_a_minisched_compute(
         'SELECT vm_state, task_state, host FROM instances WHERE uuid = :uuid',
         uuid=request['instance_uuid']), seconds=60)
     assert built['host'] == 'n1'
+
+
+def test_computes_listen_on_compute_alt_as_novas_6_5_does(cluster):
+    connection = pika.BlockingConnection(base.pika_parameters(cluster.transport_url))
+    try:
+        channel = connection.channel()
+        for queue in ('compute-alt', 'compute-alt.n1', 'compute.n1'):
+            declared = channel.queue_declare(queue, passive=True)  # fails if absent
+            assert declared.method.consumer_count >= 1, queue
+    finally:
+        connection.close()
 
 
 def test_minischeds_own_build_flow_runs_under_the_nova_profile(own):

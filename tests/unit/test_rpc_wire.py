@@ -5,6 +5,7 @@ Errors go through oslo.messaging's own (de)serialization of failures, the code i
 driver runs; the broker path is in tests/functional/test_nova_client.py.
 """
 import os
+import subprocess
 import sys
 import tempfile
 from unittest import mock
@@ -174,3 +175,30 @@ class ProfileDefaultsTestCase(base.TestCase):
         self.assertEqual('minisched', rpc.PROFILE.name)
         self.assertEqual('minisched', self.conf.control_exchange)
         self.assertTrue(self.conf.oslo_messaging_rabbit.amqp_durable_queues)
+
+
+#: A command's start as minisched-manage's: options parsed without RPC, then the rpc tap's
+#: reading of the exchange (in a process of its own: parse_args fills the global CONF).
+_MANAGE_START = """
+import subprocess
+import sys
+from minisched import config
+from minisched.cmd import manage_rpc
+config.parse_args(['minisched-manage', '--config-file', sys.argv[1]], init_rpc=False)
+print(manage_rpc.transport_settings(config.CONF)[1])
+"""
+
+
+class ParseArgsTestCase(base.TestCase):
+
+    def test_commands_without_rpc_read_the_profiles_exchange(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        path = os.path.join(folder.name, 'minisched.conf')
+        with open(path, 'w') as f:
+            f.write('[DEFAULT]\nwire_profile = nova\n'
+                    'transport_url = rabbit://guest:guest@127.0.0.1:5672/\n')
+        out = subprocess.run([sys.executable, '-c', _MANAGE_START, path], capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(0, out.returncode, out.stderr[-2000:])
+        self.assertEqual('nova', out.stdout.strip().splitlines()[-1])
