@@ -45,6 +45,10 @@ def problem(url, timeout=2.0):
     scheme = url.partition('://')[0].partition('+')[0]
     if scheme not in CHECKED_SCHEMES:
         return None
+    # pika logs each failed attempt at ERROR, with a traceback: the caller says it in a line.
+    pika_log = logging.getLogger('pika')
+    level = pika_log.level
+    pika_log.setLevel(logging.CRITICAL)
     try:
         pika.BlockingConnection(pika_parameters(url, timeout)).close()
         return None
@@ -52,17 +56,19 @@ def problem(url, timeout=2.0):
         return _reason(exc)
     except Exception as exc:  # a malformed URL, a name that does not resolve...
         return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    finally:
+        pika_log.setLevel(level)
 
 
 def _reason(exc):
     """The broker's own words when it closed the connection, else the socket's error."""
-    text = str(exc)
+    text = '%s %r' % (exc, exc)  # some of pika's errors only say it in their repr
     for marker in ('NOT_ALLOWED', 'ACCESS_REFUSED'):
         if marker in text:
             return text[text.index(marker):].split("'")[0].strip()
     if 'Connection refused' in text or 'ConnectionRefused' in text:
         return 'connection refused'
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
 
 
 def unreachable_cells(ctxt, conf_url):
