@@ -16,12 +16,13 @@ import tempfile
 
 #: Nesting of JSON objects and arrays, at most (a request spec nests about ten deep).
 MAX_DEPTH = 32
-#: The size of a snapshot, at most (10,000 hosts with instances take about 60 MiB).
+#: The size of a snapshot, at most (10,000 hosts take 16 MiB, an instance about 300 bytes).
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 #: The size of a mix file, at most.
 MAX_MIX_BYTES = 1024 * 1024
-#: The size of one trace file, at most (the recorder rotates at 64 MiB).
-MAX_TRACE_FILE_BYTES = 256 * 1024 * 1024
+#: The size of the trace files of one replay together, at most (the recorder rotates its
+#: files at 64 MiB; 100,000 recorded requests take about 220 MiB).
+MAX_TRACE_BYTES = 256 * 1024 * 1024
 #: The length of one trace line, at most.
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
