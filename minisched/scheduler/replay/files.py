@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import stat
+import sys
 import tempfile
 
 #: Nesting of JSON objects and arrays, at most (a request spec nests about ten deep).
@@ -183,3 +184,20 @@ def _write_to(path, data):
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         handle.write(data)
         handle.flush()
+
+
+def write_stdout(text, error):
+    """Write ``text`` to standard output; ``error(path='standard output', reason=...)`` when
+    it cannot be (``> /dev/full``), after which what is left unwritten goes nowhere (else
+    the interpreter's last flush would fail again, with a traceback). A reader that went
+    away (BrokenPipeError) is left to the command's caller."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise error(path='standard output', reason=exc.strerror or str(exc))
