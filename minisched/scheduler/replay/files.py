@@ -10,6 +10,7 @@ line. Text from a file is passed through :func:`printable` before it reaches a t
 import errno
 import fcntl
 import json
+import math
 import os
 import stat
 import sys
@@ -88,15 +89,15 @@ def read_json(path, error, limit, what):
 
 
 def loads(data):
-    """``data`` (bytes or text) as JSON; ValueError when it is not UTF-8 JSON, holds NaN or
-    Infinity, or nests deeper than :data:`MAX_DEPTH`."""
+    """``data`` (bytes or text) as JSON; ValueError when it is not UTF-8 JSON, holds NaN,
+    Infinity or a number past a float's range, or nests deeper than :data:`MAX_DEPTH`."""
     if isinstance(data, bytes):
         try:
             data = data.decode('utf-8')
         except UnicodeDecodeError as exc:
             raise ValueError('not UTF-8 text: %s' % exc)
     try:
-        value = json.loads(data, parse_constant=_no_constant)
+        value = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise ValueError('nested deeper than %d levels' % MAX_DEPTH)
     if depth(value) > MAX_DEPTH:
@@ -106,6 +107,13 @@ def loads(data):
 
 def _no_constant(name):
     raise ValueError('%s is not a JSON number' % name)
+
+
+def _finite(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError('%s is out of range' % text[:40])
+    return value
 
 
 def depth(value):

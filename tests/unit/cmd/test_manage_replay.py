@@ -313,3 +313,20 @@ def test_a_snapshot_to_a_full_standard_output_is_one_line(templates, tmp_path):
     assert done.stderr.splitlines()[-1] == ('Cannot write the scheduler snapshot to standard '
                                             'output: No space left on device'), done.stderr
     assert 'Traceback' not in done.stderr
+
+
+@pytest.mark.parametrize('cells, message', [
+    ('[' * 100000 + ']' * 100000, 'nested deeper than 32 levels'),  # past the recursion limit
+    ('[' * 40 + ']' * 40, 'nested deeper than 32 levels'),
+    ('[NaN]', 'NaN is not a JSON number'),
+    ('[{"uuid": "x", "name": "\\u001b[2J"}], "junk": [1e999]', '1e999 is out of range'),
+])
+def test_json_that_python_would_take_is_refused(run, files, cells, message):
+    with open(files['snapshot']) as handle:
+        text = handle.read()
+    assert '"cells": []' in text
+    with open(files['snapshot'], 'w') as handle:
+        handle.write(text.replace('"cells": []', '"cells": ' + cells))
+    code, out, err = replay(run, files, '--flavor', 'small')
+    assert (code, out) == (1, ''), err
+    assert message in err and err.count('\n') == 1, err
