@@ -59,6 +59,13 @@ class ObjectActionError(MinischedException):
     msg_fmt = 'Object action %(action)s failed because: %(reason)s'
 
 
+class NotSupported(MinischedException):
+    """An RPC method of Nova's API that minisched's endpoint names but does not implement
+    (Nova's class of the same name, which a Nova client catches)."""
+    msg_fmt = '%(method)s is not supported by minisched: %(reason)s'
+    code = 400
+
+
 class ObjectMethodNotSupported(MinischedException):
     """A remotable method Nova's object has and minisched keeps for the wire, but cannot run
     (the data behind it, a Neutron or Nova API table, does not exist here)."""
@@ -143,6 +150,16 @@ class FlavorExists(MinischedException):
     code = 409
 
 
+class FlavorAccessExists(MinischedException):
+    msg_fmt = ('Flavor access already exists for flavor %(flavor_id)s and project '
+               '%(project_id)s combination.')
+    code = 409
+
+
+class FlavorAccessNotFound(NotFound):
+    msg_fmt = 'Flavor access not found for %(flavor_id)s / %(project_id)s combination.'
+
+
 class InstanceGroupNotFound(NotFound):
     msg_fmt = 'Instance group %(group_uuid)s could not be found.'
 
@@ -209,6 +226,12 @@ class InstanceActionEventNotFound(NotFound):
 
 
 class NoValidHost(MinischedException):
+    msg_fmt = 'No valid host was found. %(reason)s'
+
+
+class CellsUnreachable(NoValidHost):
+    """No host fits while the databases of some cells do not answer: their hosts could not
+    be considered. ``cells`` names them with the time since when (``reason`` says so)."""
     msg_fmt = 'No valid host was found. %(reason)s'
 
 
@@ -549,6 +572,13 @@ class ValidationError(Invalid):
     msg_fmt = '%(detail)s'
 
 
+class DatabaseUnavailable(MinischedException):
+    """A build task gave up on a database that stayed away for its whole retry bound."""
+
+    msg_fmt = '%(database)s was unavailable for %(seconds)d seconds: %(reason)s'
+    code = 503
+
+
 class DBTransientError(MinischedException):
     """A database error that passes by itself (connection refused or lost, deadlock, lock
     timeout): the same call can be made again. The conductor answers with it in place of the
@@ -591,3 +621,85 @@ class InvalidTrace(Invalid):
 
 class InvalidReplayConfig(Invalid):
     msg_fmt = 'Cannot replay with the configuration %(name)s: %(reason)s'
+
+
+# -- Placement (the messages are Nova's) ------------------------------------------------------
+
+class ResourceProviderRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to get resource provider with UUID %(uuid)s'
+
+
+class ResourceProviderNotFound(NotFound):
+    msg_fmt = 'No such resource provider %(name_or_uuid)s.'
+
+
+class ResourceProviderCreationFailed(MinischedException):
+    msg_fmt = 'Failed to create resource provider %(name)s'
+
+
+class ResourceProviderUpdateFailed(MinischedException):
+    msg_fmt = 'Failed to update resource provider via URL %(url)s: %(error)s'
+
+
+class PlacementAPIConflict(MinischedException):
+    """A 409 from Placement."""
+    msg_fmt = 'A conflict was encountered attempting to invoke the placement API: %(error)s'
+    code = 409
+
+
+class ResourceProviderUpdateConflict(PlacementAPIConflict):
+    """A provider generation conflict: another process changed the provider first."""
+    msg_fmt = ('A conflict was encountered attempting to update resource provider %(uuid)s '
+               '(generation %(generation)d): %(error)s')
+
+
+class InventoryInUse(MinischedException):
+    msg_fmt = 'Inventory for resource provider is in use: %(error)s'
+
+
+class TraitRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve traits from the placement API: %(error)s'
+
+
+class TraitCreationFailed(MinischedException):
+    msg_fmt = 'Failed to create trait %(name)s: %(error)s'
+
+
+class AllocationUpdateFailed(MinischedException):
+    msg_fmt = 'Failed to update allocations for consumer %(consumer_uuid)s. Error: %(error)s'
+
+
+class AllocationDeleteFailed(MinischedException):
+    msg_fmt = 'Failed to delete allocations for consumer %(consumer_uuid)s. Error: %(error)s'
+
+
+class ResourceProviderAllocationRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve allocations for resource provider %(rp_uuid)s: %(error)s'
+
+
+class ConsumerAllocationRetrievalFailed(MinischedException):
+    msg_fmt = 'Failed to retrieve allocations for consumer %(consumer_uuid)s: %(error)s'
+
+
+class InstanceInfoCacheNotFound(NotFound):
+    msg_fmt = 'Info cache for instance %(instance_uuid)s could not be found.'
+
+
+class InstanceTagNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_id)s has no tag \'%(tag)s\''
+
+
+class KeypairNotFound(NotFound):
+    msg_fmt = 'Keypair %(name)s not found for user %(user_id)s'
+
+
+class VolumeBDMNotFound(NotFound):
+    msg_fmt = 'No volume Block Device Mapping with id %(volume_id)s.'
+
+
+class MigrationContextNotFound(NotFound):
+    msg_fmt = 'Migration context for instance %(instance_uuid)s could not be found.'
+
+
+class RequestFilterFailed(MinischedException):
+    msg_fmt = 'Scheduling failed: %(reason)s'

@@ -9,10 +9,14 @@ Each cluster runs on a RabbitMQ vhost of its own. With ``--rabbit-nodes N`` the 
 starts N RabbitMQ nodes of its own, joined into one RabbitMQ cluster, and runs on them with
 quorum queues.
 """
+import os
+
 from minisched import monkey_patch  # first: it chooses the concurrency backend
+# The cluster writes its own config and names it to every command it runs: the file a shell
+# that sourced a minisched.env names (perhaps of a cluster since purged) is not its own.
+os.environ.pop(monkey_patch.CONFIG_FILE_ENV, None)
 monkey_patch.patch(backend='threading')
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -52,6 +56,11 @@ def _add_common(parser, suppress):
                              'under STATE_DIR/rabbit), joined into one RabbitMQ cluster, and '
                              'run the services on all of them with quorum queues, instead of '
                              '--transport-url (3 is the usual size; down removes them)')
+    parser.add_argument('--placement', action='store_true', default=default(False),
+                        help='run the real Placement service (openstack-placement under '
+                             'uWSGI, its SQLite database under STATE_DIR, a free loopback '
+                             'port) and use it: computes report to it, the scheduler asks '
+                             'it ([placement] enabled)')
 
 
 def _parser():
@@ -61,6 +70,9 @@ def _parser():
                'RabbitMQ the cluster runs in one process on the in-memory fake:// transport. '
                'The options above are accepted after the command name too.')
     _add_common(parser, suppress=False)
+    from minisched import version
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + version.version_string)
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     common = argparse.ArgumentParser(add_help=False)
     _add_common(common, suppress=True)
@@ -108,7 +120,8 @@ def main(argv=None):
         state_dir = args.state_dir or os.path.join(os.getcwd(), DEFAULT_STATE_DIR)
     cluster = localcluster.LocalCluster(state_dir, computes=args.computes,
                                         transport_url=args.transport_url,
-                                        rabbit_nodes=args.rabbit_nodes)
+                                        rabbit_nodes=args.rabbit_nodes,
+                                        placement=args.placement)
     detach = args.command == 'up' and args.detach
     if args.command in ('up', 'demo') and cluster.running_services():
         # Starting again here would overwrite its records (and leave it running unseen).
@@ -186,8 +199,8 @@ def _choose_broker(cluster, args, detach):
                 cluster.say('Could not make a vhost of its own (%s); checking that %s is '
                             'not in use.' % (exc, _masked(url)))
             else:
-                cluster.record_vhost(vhost)
                 cluster.transport_url = broker.with_vhost(url, vhost)
+                cluster.record_vhost(vhost)
                 cluster.say('Using RabbitMQ at %s, on vhost %s of its own (deleted when the '
                             'cluster stops).' % (_masked(url), vhost))
                 return False
@@ -216,6 +229,7 @@ def _refuse_busy_queues(cluster, url, explicit):
 
 def _stop_all(cluster):
     cluster.stop_processes()
+    cluster.stop_placement()
     if cluster.rabbit is not None:
         cluster.stop_rabbit()
     cluster.delete_vhost()
@@ -232,7 +246,7 @@ def _setup_process_config(cluster, init_rpc=True):
     from minisched.db import engines
     from minisched import objects
     from oslo_log import log as logging
-    config.parse_args(['minisched-cluster', '--config-file', cluster.config_file],
+    config.parse_args(['minisched-cluster'] + cluster.config_args(),
                       init_rpc=init_rpc)
     if not config.CONF.log_file:
         # Its log records (the demo's filters warn that they are deprecated, say) go to a
@@ -245,10 +259,16 @@ def _setup_process_config(cluster, init_rpc=True):
 
 
 def _start(cluster, fake):
+    if cluster.placement:
+        cluster.start_placement()
     # In-process (fake) services log to a file, so their lines do not interleave with ours.
     cluster.write_config(fake=fake)
-    cluster.prepare_databases()
+    cluster.sync_databases()
     conf = _setup_process_config(cluster)
+    from minisched.localcluster import records
+    for line in records.align_cells(conf.transport_url):
+        cluster.say(line)
+    cluster.map_cells()
     lost = cluster.retire_lost_instances()
     if lost:
         cluster.say('%d instance(s) of an earlier run are set to ERROR and count on no host: '
@@ -264,6 +284,8 @@ def _start(cluster, fake):
     out = cluster.manage('cell', 'discover_hosts', '--verbose')
     mapped = sum(1 for line in out.splitlines() if line.startswith('Creating host mapping'))
     cluster.say('Discovered %d new compute host(s).' % mapped)
+    if not fake:
+        _check_cell_buses(cluster)
     return conf, launcher
 
 
@@ -291,6 +313,7 @@ def _stop(cluster, launcher):
         cluster.forget_pids()
     else:
         cluster.stop_processes()
+    cluster.stop_placement()
     if cluster.rabbit is not None:
         cluster.stop_rabbit()
     cluster.delete_vhost()
@@ -300,7 +323,7 @@ def _stop(cluster, launcher):
 def _up(cluster, fake, detach):
     conf, launcher = _start(cluster, fake)
     env_file = cluster.write_env_file()
-    manage = 'minisched-manage --config-file %s' % cluster.config_file
+    manage = 'minisched-manage %s' % ' '.join(cluster.config_args())
     if detach and launcher is None:
         cluster.say('Cluster running; config %s.' % cluster.config_file)
         cluster.say('Operate it with: %s service list' % manage)
@@ -347,7 +370,25 @@ def _status(cluster):
                     'without a report; the Process column is what runs now.')
     for line in cluster.rabbit_status():
         cluster.say(line)
-    return 0
+    if not cluster.running_services():
+        return 0  # a stopped cluster's vhost is gone: its cells name it, as expected
+    return _check_cell_buses(cluster)
+
+
+def _check_cell_buses(cluster):
+    """1, after one line per cell whose message bus lets no connection in; else 0."""
+    from minisched.cmd import manage_cell
+    from minisched import context
+    from minisched.messaging import bus_check
+    found = bus_check.unreachable_cells(context.get_admin_context(),
+                                        manage_cell._conf_transport_url())
+    for cell, url, reason in found:
+        sys.stderr.write(
+            'minisched-cluster: error: cell %s sends its builds to %s, which lets no '
+            'connection in (%s): builds will stay in BUILD/scheduling. Restart the cluster '
+            '(minisched-cluster --state-dir %s down, then up): up points the cluster\'s cell '
+            'at the vhost it makes.\n' % (cell.name, url, reason, cluster.state_dir))
+    return 1 if found else 0
 
 
 def _down(cluster, purge):

@@ -6,17 +6,24 @@
 an aggregate's id, uuid or name. As Nova's API does, each change is then cast to every
 scheduler (``update_aggregates``, or ``delete_aggregate``), whose host states would otherwise
 not see it until they restart; and a host cannot be in two zones at once, a zone cannot be
-empty, and only an empty aggregate can be deleted.
+empty, and only an empty aggregate can be deleted. With ``[placement] enabled`` a host added
+to or removed from an aggregate is mirrored in Placement (its nodes' providers join or leave
+the aggregate of the same uuid), as Nova's API does; a failure there is a warning.
 """
+import logging
+
 from oslo_utils import uuidutils
 
 from minisched import config, context, exception
 from minisched.cmd import manage_display, manage_flavor
 from minisched.objects import aggregate as aggregate_obj
+from minisched.objects import compute_node as compute_node_obj
 from minisched.objects import service as service_obj
 from minisched.scheduler.client import query
+from minisched.scheduler.client import report
 
 CONF = config.CONF
+LOG = logging.getLogger(__name__)
 AZ_KEY = 'availability_zone'
 
 
@@ -100,12 +107,14 @@ class AggregateCommands:
             return manage_flavor.error('Cannot add host to aggregate %s. Reason: %s.'
                                        % (found.id, problem))
         found.add_host(host)
+        _mirror_in_placement(ctxt, found, host, 'aggregate_add_host')
         return self._updated(ctxt, found)
 
     def remove_host(self, aggregate, host):
         ctxt = context.get_admin_context()
         found = find_aggregate(ctxt, aggregate)
         found.delete_host(host)
+        _mirror_in_placement(ctxt, found, host, 'aggregate_remove_host')
         return self._updated(ctxt, found)
 
     def set(self, aggregate, properties):
@@ -142,6 +151,27 @@ class AggregateCommands:
         code = _tell_schedulers(query_client_factory(CONF).update_aggregates, ctxt,
                                 [aggregate])
         return _show(aggregate) + (code,)
+
+
+def _mirror_in_placement(ctxt, aggregate, host, method):
+    """Add or remove the host's nodes' providers to the aggregate in Placement; as Nova's
+    API, a failure is only a warning (the aggregate itself is saved)."""
+    if not CONF.placement.enabled:
+        return
+    client = report.SchedulerReportClient(CONF)
+    try:
+        nodes = compute_node_obj.ComputeNodeList.get_all_by_host(ctxt, host)
+    except exception.ComputeHostNotFound:
+        nodes = []
+    for node in nodes:
+        try:
+            getattr(client, method)(ctxt, aggregate.uuid, node.hypervisor_hostname)
+        except (exception.ResourceProviderNotFound, exception.ResourceProviderRetrievalFailed,
+                exception.ResourceProviderUpdateFailed,
+                exception.ResourceProviderUpdateConflict) as err:
+            LOG.warning('Failed to associate %s with a placement aggregate: %s. Remove the '
+                        'host from the aggregate and add it again to retry.',
+                        node.hypervisor_hostname, err)
 
 
 def _tell_schedulers(cast, ctxt, argument):

@@ -98,6 +98,9 @@ class Builder:
         if result == ACTIVE:
             self.rt.build_succeeded(node)
         else:
+            if result == FAILED:
+                # The instance counts on no host now: nor in Placement (as Nova).
+                self.manager.delete_allocation_for_instance(context, instance, force=True)
             self.rt.build_failed(node)
         return result
 
@@ -120,6 +123,11 @@ class Builder:
                   limits, host_list, kwargs):
         node = node or self.driver.get_available_nodes()[0]
         try:
+            if kwargs.get('accel_uuids'):
+                raise exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason='accelerator requests (accel_uuids) need Cyborg, which minisched '
+                           'does not have')
             self._build_and_run(context, instance, image, node, limits)
             return ACTIVE
         except _NotStarted as not_started:
@@ -221,6 +229,8 @@ class Builder:
         instance.node = None
         instance.task_state = instance_obj.SCHEDULING
         self._save(instance, 'reschedule', expected_vm_state=instance_obj.BUILDING)
+        # The conductor claims the alternate's allocation request in its place (as Nova).
+        self.manager.delete_allocation_for_instance(context, instance, force=True)
         self.manager.compute_task_api.build_instances(
             context, [instance], image, filter_properties, kwargs.get('admin_password'),
             kwargs.get('injected_files'), kwargs.get('requested_networks'),
@@ -332,10 +342,11 @@ class _EventReporter(instance_action.EventReporter):
             return False
         return super().__exit__(exc_type, exc_val, exc_tb)
 
-    def _record(self, method, context, uuid, *args, **kwargs):
+    def _record(self, uuid, call):
         try:
-            self._builder._until_answered(lambda: method(context, uuid, *args, **kwargs),
-                                          'event %s of instance %s' % (self.event_name, uuid))
+            return self._builder._until_answered(
+                call, 'event %s of instance %s' % (self.event_name, uuid))
         except RETRIED as exc:
             LOG.warning('Event %s of instance %s not recorded: %s', self.event_name, uuid,
                         unanswered_reason(exc))
+            return None

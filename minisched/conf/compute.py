@@ -21,6 +21,22 @@ option, or 1.5."""),
 Virtual disk to physical disk overcommit ratio written to this compute's
 node record. 0.0 means "not set": the scheduler then uses its own value of
 this option, or 1.0."""),
+    cfg.FloatOpt('initial_cpu_allocation_ratio', default=4.0, min=0.0, help="""
+VCPU allocation ratio of a compute node's new inventory in Placement, when
+``cpu_allocation_ratio`` is not set; afterwards the ratio in Placement is
+kept (an operator may change it there). As Nova's.
+
+Related options: ``cpu_allocation_ratio``, ``[placement] enabled``"""),
+    cfg.FloatOpt('initial_ram_allocation_ratio', default=1.0, min=0.0, help="""
+MEMORY_MB allocation ratio of a compute node's new inventory in Placement,
+when ``ram_allocation_ratio`` is not set. As Nova's.
+
+Related options: ``ram_allocation_ratio``, ``[placement] enabled``"""),
+    cfg.FloatOpt('initial_disk_allocation_ratio', default=1.0, min=0.0, help="""
+DISK_GB allocation ratio of a compute node's new inventory in Placement,
+when ``disk_allocation_ratio`` is not set. As Nova's.
+
+Related options: ``disk_allocation_ratio``, ``[placement] enabled``"""),
     cfg.IntOpt('reserved_host_memory_mb', default=512, min=0,
                help='Memory in MB kept for the host; counted as used on every node.'),
     cfg.IntOpt('reserved_host_disk_mb', default=0, min=0,

@@ -9,12 +9,13 @@ from minisched.conf import default
 from minisched.conf import filter_scheduler
 from minisched.conf import notifications
 from minisched.conf import pci
+from minisched.conf import placement
 from minisched.conf import scheduler
 from minisched.conf import upgrade_levels
 
 #: Every option module; tests/unit/conf/test_opts.py checks that none is missing.
 _MODULES = (api, compute, conductor, database, default, filter_scheduler, notifications, pci,
-            scheduler, upgrade_levels)
+            placement, scheduler, upgrade_levels)
 
 
 def _group_name(group):

@@ -45,6 +45,35 @@ Recording never fails a request: a directory that cannot be written logs
 one WARNING and the requests go on unrecorded. Dry runs are not recorded.
 
 Related options: ``workers``"""),
+    cfg.IntOpt('max_placement_results', default=1000, min=1, help="""
+Maximum number of allocation candidates the scheduler asks Placement for
+(``GET /allocation_candidates?limit=``); only hosts among them are filtered
+and weighed. As Nova's. A small value schedules faster on a large cloud but
+may miss the best host (Placement returns them in no weighed order).
+
+Related options: ``[placement] enabled``"""),
+    cfg.BoolOpt('limit_tenants_to_placement_aggregate', default=False, help="""
+With Placement: a project named in an aggregate's ``filter_tenant_id``
+metadata (``filter_tenant_id``, ``filter_tenant_id2`` ...) is placed only on
+the hosts of such aggregates, asked of Placement with ``member_of``. As
+Nova's prefilter; other projects are not restricted unless
+``placement_aggregate_required_for_tenants``.
+
+Related options: ``placement_aggregate_required_for_tenants``"""),
+    cfg.BoolOpt('placement_aggregate_required_for_tenants', default=False, help="""
+With ``limit_tenants_to_placement_aggregate``: a project in no aggregate's
+``filter_tenant_id`` gets no host (NoValidHost) instead of any host.
+
+Related options: ``limit_tenants_to_placement_aggregate``"""),
+    cfg.BoolOpt('query_placement_for_image_type_support', default=False, help="""
+With Placement: ask only for hosts whose provider has the
+``COMPUTE_IMAGE_TYPE_<disk format>`` trait of the request's image (not for
+volume-backed requests). As Nova's prefilter."""),
+    cfg.BoolOpt('enable_isolated_aggregate_filtering', default=False, help="""
+With Placement: hosts of an aggregate whose metadata requires a trait
+(``trait:<NAME>=required``) are kept for requests whose flavor or image
+requires that trait; the others ask Placement to leave those aggregates out
+(``member_of=!in:``). As Nova's prefilter."""),
     cfg.IntOpt('workers', min=0, help="""
 Scheduler worker processes. Unset or 0: the number of CPUs with
 ``filter_scheduler``, otherwise 1."""),

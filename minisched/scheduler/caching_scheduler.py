@@ -17,6 +17,9 @@ LOG = logging.getLogger(__name__)
 
 class CachingScheduler(filter_scheduler.FilterScheduler):
 
+    #: As in Rocky: it schedules from its cache, never from Placement's candidates.
+    USES_ALLOCATION_CANDIDATES = False
+
     def __init__(self, conf):
         super().__init__(conf)
         #: Candidates by cell uuid, rebuilt by run_periodic_tasks.

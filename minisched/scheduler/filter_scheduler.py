@@ -19,6 +19,7 @@ from minisched import rpc
 from minisched.scheduler import driver
 from minisched.scheduler import filters
 from minisched.scheduler import metrics
+from minisched.scheduler import placement_claims
 from minisched.scheduler import scheduler_options
 from minisched.scheduler import weights as host_weights
 
@@ -50,6 +51,12 @@ class RowPipeline:
 
     def states(self, candidates):
         return self.hm.get_host_states(candidates)
+
+    def keep(self, candidates, uuids):
+        """The candidates whose compute node uuid is in ``uuids``."""
+        states = self.hm.table.states
+        return np.asarray([row for row in candidates if states[row].uuid in uuids],
+                          dtype=np.int64)
 
     def filter(self, candidates, spec_obj, index):
         """Returns ``(survivors, FilterResult or None, filters_ran)``."""
@@ -101,6 +108,9 @@ class ReferencePipeline:
     def states(self, candidates):
         return list(candidates)
 
+    def keep(self, candidates, uuids):
+        return [state for state in candidates if state.uuid in uuids]
+
     def filter(self, candidates, spec_obj, index):
         rows = np.asarray([s.row for s in candidates], dtype=np.int64)
         rows, skip = self.hm.pre_filter_rows(rows, spec_obj)
@@ -131,9 +141,16 @@ def _leading_ties(weights):
 
 
 class FilterScheduler(driver.Scheduler):
-    """Scheduler that can be used for filtering and weighing."""
+    """Scheduler that can be used for filtering and weighing.
+
+    Given allocation candidates (``[placement] enabled``: the manager asked Placement), only
+    their hosts are considered and each instance is claimed in Placement
+    (:mod:`minisched.scheduler.placement_claims`), as Nova's since Pike; without, the legacy
+    path of a driver that does not use allocation candidates.
+    """
 
     pipeline_cls = RowPipeline
+    USES_ALLOCATION_CANDIDATES = True
 
     def __init__(self, conf, notifier=None):
         super().__init__(conf)
@@ -143,18 +160,30 @@ class FilterScheduler(driver.Scheduler):
         self.options = scheduler_options.SchedulerOptions(conf.scheduler_json_config_location)
         #: The last request's figures, for logs and metrics.
         self.last_stats = {}
+        self._placement_client = None
+
+    @property
+    def placement_client(self):
+        if self._placement_client is None:
+            from minisched.scheduler.client import report
+            self._placement_client = report.SchedulerReportClient(self.conf)
+        return self._placement_client
 
     def select_destinations(self, context, spec_obj, instance_uuids, alloc_reqs_by_rp_uuid,
                             provider_summaries, allocation_request_version=None,
                             return_alternates=False, dry_run=False):
+        claims = None
+        if alloc_reqs_by_rp_uuid is not None:
+            claims = placement_claims.Claims(self.placement_client, alloc_reqs_by_rp_uuid,
+                                             provider_summaries, allocation_request_version)
         if not self.notifier.is_enabled():  # the payload alone costs a third of a millisecond
             return self._schedule(context, spec_obj, instance_uuids, return_alternates,
-                                  dry_run)
+                                  dry_run, claims)
         payload = {'request_spec': objects_base.obj_to_primitive(
             spec_obj.to_legacy_request_spec_dict())}
         self.notifier.info(context, 'scheduler.select_destinations.start', dict(payload))
         selections = self._schedule(context, spec_obj, instance_uuids, return_alternates,
-                                    dry_run)
+                                    dry_run, claims)
         self.notifier.info(context, 'scheduler.select_destinations.end', dict(payload))
         return selections
 
@@ -165,15 +194,18 @@ class FilterScheduler(driver.Scheduler):
         return self.pipeline.initial(context, spec_obj)
 
     def _schedule(self, context, spec_obj, instance_uuids, return_alternates=False,
-                  dry_run=False):
+                  dry_run=False, claims=None):
         """The selections of a request; with ``dry_run``, decided exactly as usual (each
         instance sees the earlier ones' consumption) and then everything the request
-        consumed is given back, so that nothing of it outlives the request."""
+        consumed is given back, so that nothing of it outlives the request (nor is anything
+        claimed in Placement). ``claims``: the Placement path."""
         start = time.monotonic()
         elevated = context.elevated()
         # Handed to filters as Nova's filter_properties['config_options'] was (not a field).
         spec_obj.config_options = self.options.get_configuration()
         candidates = self._get_all_host_candidates(elevated, spec_obj)
+        if claims is not None:
+            candidates = self.pipeline.keep(candidates, claims.provider_uuids)
         if not self.conf.filter_scheduler.track_instance_changes:
             # No compute sends its instances: read them, as Nova does then.
             self.host_manager.read_instances(elevated, self.pipeline.states(candidates))
@@ -196,14 +228,23 @@ class FilterScheduler(driver.Scheduler):
                                                                           num, top)
             if not len(candidates):
                 break
-            chosen = self.pipeline.state(candidates, 0)
+            position = 0
+            if claims is not None and instance_uuid and not dry_run:
+                position = claims.claim(elevated, spec_obj, instance_uuid, (
+                    self.pipeline.state(candidates, i) for i in range(len(candidates))))
+                if position is None:
+                    break
+            chosen = self.pipeline.state(candidates, position)
             limits.append(self._limits_for(chosen, spec_obj, filters_ran))
             selected.append(chosen)
             if self._consume_selected_host(chosen, spec_obj, instance_uuid, limits[-1]):
                 added.append((chosen, instance_uuid))
+        if len(selected) < num_instances and claims is not None:
+            claims.give_back(elevated)
         self._ensure_sufficient_hosts(selected, added, num_instances, last_result, spec_obj)
         selections = self._get_alternate_hosts(selected, limits, spec_obj, candidates,
-                                               num_instances - 1, num_alts, filters_ran)
+                                               num_instances - 1, num_alts, filters_ran,
+                                               claims)
         if dry_run:
             self._give_back(selected, added, spec_obj)
         elapsed = time.monotonic() - start
@@ -293,10 +334,16 @@ class FilterScheduler(driver.Scheduler):
         explanation = last_result.explain() if last_result is not None else ''
         if explanation:
             reason = '%s Filters rejected hosts: %s.' % (reason, explanation)
+        down = self.host_manager.unreachable_cells(spec_obj)
+        if down:
+            # Not a lack of hosts: those of these cells could not be considered.
+            raise exception.CellsUnreachable(reason='%s; their hosts could not be considered. '
+                                             '%s' % (_unreachable(down), reason),
+                                             cells=[name for name, _since in down])
         raise exception.NoValidHost(reason=reason)
 
     def _get_alternate_hosts(self, selected, limits, spec_obj, candidates, index, num_alts,
-                             filters_ran):
+                             filters_ran, claims=None):
         if index > 0 and num_alts > 0:
             candidates, _, filters_ran = self._get_sorted_hosts(spec_obj, candidates, index)
         selected_keys = {(s.host, s.nodename) for s in selected}
@@ -311,9 +358,20 @@ class FilterScheduler(driver.Scheduler):
                     break
                 if (host_state.cell_uuid == chosen.cell_uuid and
                         (host_state.host, host_state.nodename) not in selected_keys):
+                    alloc_req = claims.request_for(host_state) if claims else None
+                    if claims is not None and alloc_req is None:
+                        continue
                     alternates.append(selection_obj.Selection.from_host_state(
-                        host_state, limits=self._limits_for(host_state, spec_obj,
-                                                            filters_ran)))
+                        host_state, alloc_req, claims.version if claims else None,
+                        limits=self._limits_for(host_state, spec_obj, filters_ran)))
             selections.append([selection_obj.Selection.from_host_state(
-                chosen, limits=chosen_limits)] + alternates)
+                chosen, claims.request_for(chosen) if claims else None,
+                claims.version if claims else None, limits=chosen_limits)] + alternates)
         return selections
+
+
+def _unreachable(down):
+    """'Cell cell1 unreachable since 2026-01-02T03:04:05Z, cell cell2 ...'."""
+    return ', '.join('%s %s unreachable since %s' % (
+        'Cell' if i == 0 else 'cell', name, since.strftime('%Y-%m-%dT%H:%M:%SZ'))
+        for i, (name, since) in enumerate(down))

@@ -15,6 +15,8 @@ from minisched import utils
 from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.scheduler import filters
+from minisched.scheduler import placement_claims
 from minisched.scheduler import plugins
 from minisched.scheduler.replay import recorder
 
@@ -141,23 +143,34 @@ class SchedulerManager(manager.Manager):
         _validate(spec_obj, instance_uuids)
         return_alternates = bool(return_alternates and return_objects)
         with self._deciding:
+            candidates = self._allocation_candidates(ctxt, spec_obj)
             if self.recorder is None or dry_run:
                 selections = self.driver.select_destinations(
-                    ctxt, spec_obj, instance_uuids, None, None, None, return_alternates,
+                    ctxt, spec_obj, instance_uuids, *candidates, return_alternates,
                     dry_run=bool(dry_run))
             else:
                 selections = self._recorded(ctxt, spec_obj, instance_uuids,
-                                            return_alternates)
+                                            return_alternates, candidates)
         if not return_objects:
             return jsonutils.to_primitive([sel[0].to_dict() for sel in selections])
         return selections
 
-    def _recorded(self, ctxt, spec_obj, instance_uuids, return_alternates):
+    def _allocation_candidates(self, ctxt, spec_obj):
+        """``(alloc_reqs_by_rp_uuid, provider_summaries, allocation_request_version)``:
+        Placement's answer with ``[placement] enabled`` and a driver that uses it (not for
+        a rebuild's check of the current host, as in Nova), else ``(None, None, None)``."""
+        if not (self.conf.placement.enabled and self.driver.USES_ALLOCATION_CANDIDATES) or \
+                filters.is_rebuild(spec_obj):
+            return None, None, None
+        return placement_claims.get_allocation_candidates(
+            ctxt, spec_obj, self.driver.placement_client, self.conf)
+
+    def _recorded(self, ctxt, spec_obj, instance_uuids, return_alternates, candidates):
         """The driver's selections, the request and its answer recorded on the way."""
         started = self.recorder.start(spec_obj, instance_uuids, return_alternates)
         try:
-            selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids, None,
-                                                         None, None, return_alternates)
+            selections = self.driver.select_destinations(ctxt, spec_obj, instance_uuids,
+                                                         *candidates, return_alternates)
         except exception.NoValidHost as exc:
             self.recorder.finish(started, error=exc)
             raise

@@ -11,6 +11,7 @@ import collections
 import threading
 import time
 
+import os_resource_classes as orc
 from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 
@@ -28,6 +29,31 @@ InstanceInfo = collections.namedtuple('InstanceInfo', 'state internal_id')
 
 class FakeDriver(driver.ComputeDriver):
     """Keeps instances in a dict; reports usage of what it runs."""
+
+    #: Nova's FakeDriver's, except ``supports_pcpus``: this one splits its CPUs into shared
+    #: (VCPU) and dedicated (PCPU) ones as the libvirt driver does.
+    capabilities = {
+        'has_imagecache': True,
+        'supports_evacuate': True,
+        'supports_migrate_to_same_host': False,
+        'supports_attach_interface': True,
+        'supports_device_tagging': True,
+        'supports_tagged_attach_interface': True,
+        'supports_tagged_attach_volume': True,
+        'supports_extend_volume': True,
+        'supports_multiattach': True,
+        'supports_trusted_certs': True,
+        'supports_pcpus': True,
+        'supports_accelerators': True,
+        'supports_remote_managed_ports': True,
+        'supports_address_space_passthrough': True,
+        'supports_address_space_emulated': True,
+        'supports_stateless_firmware': True,
+        'supports_virtio_fs': True,
+        'supports_mem_backing_file': True,
+        'supports_image_type_raw': True,
+        'supports_image_type_vhd': False,
+    }
 
     def __init__(self, conf):
         super().__init__(conf)
@@ -98,6 +124,36 @@ class FakeDriver(driver.ComputeDriver):
             'numa_topology': self._numa_json,
             'pci_passthrough_devices': self._pci_json,
         }
+
+    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        """VCPU, MEMORY_MB and DISK_GB as Nova's fake driver reports them, with VCPU and PCPU
+        split as the libvirt driver splits them: VCPU from ``[compute] cpu_shared_set`` (all
+        CPUs when neither set is configured, none with ``cpu_dedicated_set`` alone), PCPU
+        from ``cpu_dedicated_set`` (ratio 1, nothing reserved)."""
+        vcpus, memory_mb, local_gb = self._sizes
+        inventory = provider_tree.data(nodename).inventory
+        ratios = self._get_allocation_ratios(inventory)
+        compute = self.conf.compute
+        shared, dedicated = _cpu_sets(compute, set(range(vcpus)))
+        shared_count = len(shared) if (compute.cpu_shared_set or compute.cpu_dedicated_set) \
+            else vcpus
+        pcpus = len(dedicated) if compute.cpu_dedicated_set else 0
+        result = {}
+
+        def add(rc, total, ratio, reserved):
+            result[rc] = {'total': total, 'min_unit': 1, 'max_unit': total, 'step_size': 1,
+                          'allocation_ratio': ratio, 'reserved': reserved}
+        if shared_count:
+            add(orc.VCPU, shared_count, ratios[orc.VCPU], self.conf.reserved_host_cpus)
+        if pcpus:
+            add(orc.PCPU, pcpus, 1.0, 0)
+        if memory_mb:
+            add(orc.MEMORY_MB, memory_mb, ratios[orc.MEMORY_MB],
+                self.conf.reserved_host_memory_mb)
+        if local_gb:
+            add(orc.DISK_GB, local_gb, ratios[orc.DISK_GB],
+                self._get_reserved_host_disk_gb_from_config())
+        provider_tree.update_inventory(nodename, result)
 
     def _numa_topology_json(self):
         vcpus, memory_mb, _ = self._sizes

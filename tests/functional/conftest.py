@@ -14,6 +14,7 @@ import pytest
 from minisched import monkey_patch
 
 from tests.functional.fixtures import cluster, database, transport_url  # noqa: F401
+from tests.functional.placement_helpers import placement_cluster, placement_server  # noqa: F401
 
 
 def pytest_configure(config):

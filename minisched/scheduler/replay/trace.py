@@ -15,6 +15,7 @@ from minisched import exception
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import image_meta as image_meta_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.objects import security_group as security_group_obj
 from minisched.scheduler.replay import files
 from minisched.scheduler.replay import recorder
 from minisched.scheduler.replay import schema
@@ -246,5 +247,6 @@ def spec_for(flavor, num_instances=1):
         flavor=flavor, image=image_meta_obj.ImageMeta.from_dict({'properties': {}}),
         num_instances=num_instances, project_id='replay', user_id='replay',
         scheduler_hints={}, ignore_hosts=None, force_hosts=None, force_nodes=None, retry=None,
-        limits=None, requested_destination=None, instance_group=None, security_groups=[],
+        limits=None, requested_destination=None, instance_group=None,
+        security_groups=security_group_obj.SecurityGroupList(objects=[]),
         availability_zone=None, is_bfv=False)
