@@ -1,13 +1,13 @@
 """The commands the documentation tells a reader to run, run as written.
 
 Every shell block of the README's quick start, of the install guide, of
-``doc/source/admin/running-a-cluster.rst`` and of ``doc/source/user/rpc-client.rst`` runs, in
-order, in one ``bash -e`` per page, in a temporary directory that is also ``HOME`` (so the
-embedded default ``state_path``, ``~/.local/state/minisched``, lands there too; ``doc`` there
-is the clone's, for the commands that run its examples) and with no configuration file: the
-embedded defaults, except for the broker's vhost, which is the test's own
-(``MINISCHED_TRANSPORT_URL`` for ``minisched-cluster``, ``OS_DEFAULT__TRANSPORT_URL``,
-oslo.config's environment source, for the other commands).
+``doc/source/admin/running-a-cluster.rst``, ``doc/source/admin/replay.rst`` and
+``doc/source/user/rpc-client.rst`` runs, in order, in one ``bash -e`` per page, in a
+temporary directory that is also ``HOME`` (so the embedded default ``state_path``,
+``~/.local/state/minisched``, lands there too; ``doc`` there is the clone's, for the commands
+that run its examples) and with no configuration file: the embedded defaults, except for the
+broker's vhost, which is the test's own (``MINISCHED_TRANSPORT_URL`` for ``minisched-cluster``,
+``OS_DEFAULT__TRANSPORT_URL``, oslo.config's environment source, for the other commands).
 
 Three kinds of step are not run: ``pip install`` (the environment running the tests is the
 installation), the README's test command, which is the whole suite (it is checked to be the
@@ -176,10 +176,25 @@ def _check_rpc_client(blocks, output):
     assert 'Stopped 5 service(s).' in output, output[-6000:]
 
 
+def _check_replay(blocks, output):
+    assert len(blocks) == 3, blocks
+    # the trace: both creates recorded, and replayed by the running configuration
+    assert re.search(r'\| requests +\| +2 \|', output), output[-6000:]
+    assert re.search(r'\| instances placed +\| +8 \|', output), output[-6000:]
+    assert re.search(r'\| recorded answers reproduced +\| +\d/2 \|', output), output[-6000:]
+    # the comparison over the mix: a column per configuration file
+    assert re.search(r'\| requests +\| +80 \| +80 \|', output), output[-6000:]
+    for name in ('capacity.png', 'utilization.png', 'funnel.png'):  # --plot figures
+        assert 'Wrote figures/%s' % name in output, output[-6000:]
+    assert 'Traceback' not in output and 'RetryFilter' not in output, output[-6000:]
+    assert 'Stopped 6 service(s).' in output, output[-6000:]
+
+
 #: The pages under doc/source run here, each with what its output must show. A page joins
-#: by adding itself and its check (the replay page: ``'admin/replay.rst'``).
+#: by adding itself and its check.
 RST_PAGES = {
     'admin/running-a-cluster.rst': _check_running_a_cluster,
+    'admin/replay.rst': _check_replay,
     'user/rpc-client.rst': _check_rpc_client,
 }
 

@@ -10,18 +10,21 @@ line. Text from a file is passed through :func:`printable` before it reaches a t
 import errno
 import fcntl
 import json
+import math
 import os
 import stat
+import sys
 import tempfile
 
 #: Nesting of JSON objects and arrays, at most (a request spec nests about ten deep).
 MAX_DEPTH = 32
-#: The size of a snapshot, at most (10,000 hosts with instances take about 60 MiB).
+#: The size of a snapshot, at most (10,000 hosts take 16 MiB, an instance about 300 bytes).
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 #: The size of a mix file, at most.
 MAX_MIX_BYTES = 1024 * 1024
-#: The size of one trace file, at most (the recorder rotates at 64 MiB).
-MAX_TRACE_FILE_BYTES = 256 * 1024 * 1024
+#: The size of the trace files of one replay together, at most (the recorder rotates its
+#: files at 64 MiB; 100,000 recorded requests take about 220 MiB).
+MAX_TRACE_BYTES = 256 * 1024 * 1024
 #: The length of one trace line, at most.
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
@@ -86,15 +89,15 @@ def read_json(path, error, limit, what):
 
 
 def loads(data):
-    """``data`` (bytes or text) as JSON; ValueError when it is not UTF-8 JSON, holds NaN or
-    Infinity, or nests deeper than :data:`MAX_DEPTH`."""
+    """``data`` (bytes or text) as JSON; ValueError when it is not UTF-8 JSON, holds NaN,
+    Infinity or a number past a float's range, or nests deeper than :data:`MAX_DEPTH`."""
     if isinstance(data, bytes):
         try:
             data = data.decode('utf-8')
         except UnicodeDecodeError as exc:
             raise ValueError('not UTF-8 text: %s' % exc)
     try:
-        value = json.loads(data, parse_constant=_no_constant)
+        value = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise ValueError('nested deeper than %d levels' % MAX_DEPTH)
     if depth(value) > MAX_DEPTH:
@@ -104,6 +107,13 @@ def loads(data):
 
 def _no_constant(name):
     raise ValueError('%s is not a JSON number' % name)
+
+
+def _finite(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError('%s is out of range' % text[:40])
+    return value
 
 
 def depth(value):
@@ -182,3 +192,20 @@ def _write_to(path, data):
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         handle.write(data)
         handle.flush()
+
+
+def write_stdout(text, error):
+    """Write ``text`` to standard output; ``error(path='standard output', reason=...)`` when
+    it cannot be (``> /dev/full``), after which what is left unwritten goes nowhere (else
+    the interpreter's last flush would fail again, with a traceback). A reader that went
+    away (BrokenPipeError) is left to the command's caller."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise error(path='standard output', reason=exc.strerror or str(exc))

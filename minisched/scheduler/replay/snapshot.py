@@ -130,7 +130,7 @@ def dump(snapshot, path):
     (:class:`~minisched.exception.SnapshotNotWritten` says why)."""
     text = json.dumps(snapshot, indent=1, sort_keys=True)
     if path == '-':
-        print(text)
+        files.write_stdout(text + '\n', exception.SnapshotNotWritten)
         return
     files.write_text(path, text + '\n', exception.SnapshotNotWritten)
 

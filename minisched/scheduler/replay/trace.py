@@ -56,6 +56,7 @@ def load_trace(path, skipped=None):
         if not paths:
             raise exception.InvalidTrace(path=path, reason='no %s*%s files in the directory'
                                          % (recorder.PREFIX, recorder.SUFFIX))
+    _check_size(path, paths)
     records = []
     for one in paths:
         records.extend(_records(one, skipped))
@@ -73,6 +74,20 @@ def load_trace(path, skipped=None):
     return requests
 
 
+def _check_size(path, paths):
+    """Refuse trace files that together hold more than a replay reads (before any is)."""
+    total = 0
+    for one in paths:
+        try:
+            total += os.stat(one).st_size
+        except OSError as exc:
+            raise exception.InvalidTrace(path=one, reason=exc.strerror or str(exc))
+    if total > files.MAX_TRACE_BYTES:
+        raise exception.InvalidTrace(path=path, reason='%d bytes in %d files, more than the '
+                                     '%d a replay reads: replay fewer files' % (
+                                         total, len(paths), files.MAX_TRACE_BYTES))
+
+
 def describe_skipped(skipped, most=SHOWN_SKIPPED):
     """Lines telling which trace lines were skipped and why (``most`` named, the rest
     counted)."""
@@ -86,7 +101,7 @@ def describe_skipped(skipped, most=SHOWN_SKIPPED):
 def _records(path, skipped):
     records = []
     try:
-        with files.open_regular(path, exception.InvalidTrace, files.MAX_TRACE_FILE_BYTES,
+        with files.open_regular(path, exception.InvalidTrace, files.MAX_TRACE_BYTES,
                                 'trace') as handle:
             for number, line, too_long in _lines(handle):
                 if too_long:

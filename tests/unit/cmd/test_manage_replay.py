@@ -3,6 +3,7 @@
 In-process (test_manage_cli's ``run``: main() over SQLite databases of the test's own)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -294,3 +295,38 @@ def test_a_deprecated_filter_warns_once_and_not_at_all_by_default(tmp_path):
 
     assert 'RetryFilter' not in stderr()  # the default list names it: not the operator
     assert stderr('--compare', str(retry), str(retry)).count('RetryFilter is deprecated') == 1
+
+
+def test_a_snapshot_to_a_full_standard_output_is_one_line(templates, tmp_path):
+    """In a process of its own, its standard output ``/dev/full``."""
+    for path in templates:
+        shutil.copy(path, tmp_path / path.name)
+    conf = tmp_path / 'minisched.conf'
+    conf.write_text('[DEFAULT]\nstate_path = %s\n' % tmp_path)
+    manage = os.path.join(os.path.dirname(sys.executable), 'minisched-manage')
+    with open('/dev/full', 'w') as full:
+        done = subprocess.run([manage, '--config-file', str(conf), 'scheduler', 'snapshot',
+                               '-o', '-'], stdout=full, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONWARNINGS='ignore::DeprecationWarning'),
+                              timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == ('Cannot write the scheduler snapshot to standard '
+                                            'output: No space left on device'), done.stderr
+    assert 'Traceback' not in done.stderr
+
+
+@pytest.mark.parametrize('cells, message', [
+    ('[' * 100000 + ']' * 100000, 'nested deeper than 32 levels'),  # past the recursion limit
+    ('[' * 40 + ']' * 40, 'nested deeper than 32 levels'),
+    ('[NaN]', 'NaN is not a JSON number'),
+    ('[{"uuid": "x", "name": "\\u001b[2J"}], "junk": [1e999]', '1e999 is out of range'),
+])
+def test_json_that_python_would_take_is_refused(run, files, cells, message):
+    with open(files['snapshot']) as handle:
+        text = handle.read()
+    assert '"cells": []' in text
+    with open(files['snapshot'], 'w') as handle:
+        handle.write(text.replace('"cells": []', '"cells": ' + cells))
+    code, out, err = replay(run, files, '--flavor', 'small')
+    assert (code, out) == (1, ''), err
+    assert message in err and err.count('\n') == 1, err

@@ -12,6 +12,7 @@ from minisched import exception
 from minisched import rpc
 from minisched.objects import request_spec
 from minisched.scheduler import manager
+from minisched.scheduler.replay import files
 from minisched.scheduler.replay import offline
 from minisched.scheduler.replay import recorder
 from minisched.scheduler.replay import run as replay
@@ -303,6 +304,15 @@ class TestBadInput(_Case):
             trace.load_trace(path)
         self.assertIn('no request in it; line 1 of %s skipped: version 7, this minisched '
                       'reads version 1' % path, caught.exception.format_message())
+
+    def test_trace_files_larger_than_a_replay_reads_are_refused_unread(self):
+        path = self._file('requests-1.jsonl', '')
+        os.truncate(path, files.MAX_TRACE_BYTES + 1)  # sparse: nothing to read
+        with self.assertRaises(exception.InvalidTrace) as caught:
+            trace.load_trace(self.tmp)
+        self.assertIn('%d bytes in 1 files, more than the %d a replay reads' % (
+            files.MAX_TRACE_BYTES + 1, files.MAX_TRACE_BYTES),
+            caught.exception.format_message())
 
     def test_a_directory_without_recordings_is_refused(self):
         with self.assertRaises(exception.InvalidTrace) as caught:
