@@ -40,9 +40,10 @@ taking the kinds in turn, while the clients run:
   running for everyone else;
 * ``database``: the same in front of PostgreSQL (the services' and the API clients' database
   URLs go through it; the soak's own checks do not);
-  with ``--second-cut SECONDS``, cut again for that long inside the conductors' retry window
-  (as soon as a conductor runs a build task again after the first cut), a fault during the
-  retry of another;
+  with ``--second-cut SECONDS``, cut again for that long inside the retry window of the
+  first cut (0.7 s after a conductor starts rebuilding what an interrupted run placed, else
+  5 s after the database is back, while the retries of the first cut wait out their
+  backoff), a fault during the retry of another;
 * ``kill``: SIGKILL of a whole service (its process group: a compute process with its
   computes, the conductor or the scheduler with their workers), started again 5 s later.
 
@@ -460,10 +461,14 @@ def _wait_deleted(urls, instance_uuid, timeout=BUILD_TIMEOUT):
 RETRY_LINES = ('this one schedules and builds it again', 'this one takes the build over',
                'running the task again')
 #: Seconds after the database is back that the second cut waits for such a line at most
-#: (a run again waits up to 30 s of backoff, ``minisched.utils.MAX_DELAY``), and seconds
-#: from the line to the cut (issue 48's run: 0.7 s into the adoption).
-RETRY_WINDOW_SECONDS = 35
+#: (the retries of the first cut then still wait out their backoff, up to 30 s:
+#: ``minisched.utils.MAX_DELAY``), and seconds from the line to the cut (issue 48's run:
+#: 0.7 s into the adoption).
+RETRY_WINDOW_SECONDS = 5
 SECOND_CUT_AFTER = 0.7
+#: What services log when a write (a compute's) or a build task (a conductor's) failed on
+#: the database and will be tried again: counted during the first cut.
+RETRIED_LINES = ('; trying again in', 'running the task again in')
 
 
 class Faults(threading.Thread):
@@ -513,24 +518,26 @@ class Faults(threading.Thread):
         proxy = self.proxies[kind]
         say('FAULT: %s cut for %d s' % (kind, self.outage))
         self.applied.append((at, kind, '%d s' % self.outage))
+        at_cut = self._log_ends()
         proxy.cut()
         self._halt.wait(self.outage)
         proxy.restore()
         say('%s back' % kind)
         if kind == 'database' and self.second_cut:
-            self._cut_again(proxy, self._conductor_logs())
+            retrying = sum(self.cluster.log(name)[offset:].count(line)
+                           for name, offset in at_cut.items() for line in RETRIED_LINES)
+            self._cut_again(proxy, self._log_ends('conductor'), retrying)
 
-    def _conductor_logs(self):
-        """{conductor: its log's length} (where the lines of the next outage begin)."""
+    def _log_ends(self, prefix=''):
+        """{service: its log's length} (where the lines written from now on begin)."""
         return {name: len(self.cluster.log(name)) for name in self.cluster.procs
-                if name.startswith('conductor')}
+                if name.startswith(prefix)}
 
-    def _cut_again(self, proxy, before):
-        """Cut the database again, for ``second_cut`` s, inside the conductors' retry
-        window: :data:`SECOND_CUT_AFTER` s after one of them, since the database came back,
-        took over or rebuilt what an interrupted run had placed (or failed a run again), or
-        :data:`RETRY_WINDOW_SECONDS` after it came back when none did (the runs again of the
-        first cut then still wait out their backoff)."""
+    def _cut_again(self, proxy, before, retrying):
+        """Cut the database again, for ``second_cut`` s, inside the retry window of the
+        first cut: :data:`SECOND_CUT_AFTER` s after a conductor, since the database came
+        back, took over or rebuilt what an interrupted run had placed (or failed a run
+        again), or :data:`RETRY_WINDOW_SECONDS` after it came back when none did."""
         deadline = time.monotonic() + RETRY_WINDOW_SECONDS
         seen = None
         while seen is None and time.monotonic() < deadline and not self._halt.is_set():
@@ -538,9 +545,10 @@ class Faults(threading.Thread):
                 if any(line in self.cluster.log(name)[offset:] for line in RETRY_LINES):
                     seen = name
             self._halt.wait(SECOND_CUT_AFTER if seen else 0.2)
-        say('FAULT: database cut again for %.1f s (%s)' % (
-            self.second_cut, 'a retry of %s under way' % seen if seen else
-            'no retry seen in %d s' % RETRY_WINDOW_SECONDS))
+        say('FAULT: database cut again for %.1f s (%s; %d retries of writes and build tasks '
+            'during the first cut)' % (self.second_cut, 'a run again of %s under way' % seen
+                                       if seen else '%d s after it came back'
+                                       % RETRY_WINDOW_SECONDS, retrying))
         self.applied.append((time.monotonic() - self._began, 'database again',
                              '%.1f s' % self.second_cut))
         proxy.cut()
@@ -788,8 +796,7 @@ def main(argv=None):
                         help='Seconds a broker or database cut lasts (default 20).')
     parser.add_argument('--second-cut', type=float, default=0.0, metavar='SECONDS',
                         help='After each database cut, cut the database again for SECONDS '
-                             'inside the conductors\' retry window (as soon as one runs a '
-                             'build task again); default 0: no second cut.')
+                             'inside its retry window; default 0: no second cut.')
     parser.add_argument('--long-rpc-timeout', type=int, default=60,
                         help='[DEFAULT] long_rpc_timeout with faults (default 60).')
     parser.add_argument('--stuck-timeout', type=int, default=150,
