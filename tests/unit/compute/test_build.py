@@ -206,6 +206,8 @@ class TestBuildEndedElsewhere(BuildTestCase):
         instance = self._instance(vm_state='error', task_state=None)
         self.assertEqual(build.DUPLICATE, self._build(instance))
         self.assertEqual([], self.manager.driver.list_instances())
+        # Its event says so: a second Success would count the instance as built twice.
+        self.assertEqual([(EVENT, HOST, 'Error')], self._events())
 
 
 class TestInitInstance(BuildTestCase):

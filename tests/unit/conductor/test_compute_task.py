@@ -10,6 +10,8 @@ from unittest import mock
 import warnings
 
 from oslo_db import exception as db_exc
+import psycopg2
+from sqlalchemy import exc as sa_exc
 
 from minisched.conductor import compute_task
 from minisched.conductor import db_errors
@@ -179,6 +181,39 @@ class TestBuildInstancesRefusals(ComputeTaskTestCase):
                     self.manager.build_instances(self.ctxt, instances, {}, {}, None, [], None,
                                                  [], request_spec=None, host_lists=None)
                 self.assertIn('field/attribute instances', '\n'.join(logs.output))
+
+
+class TestBuildInstancesDatabaseErrors(ComputeTaskTestCase):
+    """A transient database error while build_instances schedules is the task's to retry
+    (as the adoption of orphans reaches it too), never the build's failure."""
+
+    def _build(self):
+        instance = instance_obj.Instance(self.ctxt, uuid=uuids.instance, project_id='p',
+                                         user_id='u', display_name='web',
+                                         vm_state=instance_obj.BUILDING,
+                                         task_state=instance_obj.SCHEDULING, metadata={},
+                                         system_metadata={}, flavor=fakes.fake_flavor())
+        instance.create()
+        with self.assertLogs(db_errors.LOG, 'ERROR') as logs:
+            self.manager.build_instances(
+                self.ctxt, [instance], {}, {}, None, [], None, [],
+                request_spec=request_spec_obj.RequestSpec(flavor=fakes.fake_flavor()),
+                host_lists=None)
+        return '\n'.join(logs.output)
+
+    def test_past_the_bound_the_fault_names_the_database(self):
+        self.flags(db_retry_timeout_seconds=0, group='conductor')
+        error = sa_exc.OperationalError('SELECT', {}, psycopg2.OperationalError('refused'))
+        error.orig.minisched_database = 'the API database'
+        with mock.patch.object(compute_task.scheduler_utils, 'setup_instance_group',
+                               side_effect=error):
+            log = self._build()
+        message = ('The API database was unavailable for 0 seconds: OperationalError: '
+                   '(psycopg2.OperationalError) refused')
+        self.assertIn('Giving up building %s: %s' % (uuids.instance, message), log)
+        stored = instance_obj.Instance.get_by_uuid(self.ctxt, uuids.instance)
+        self.assertEqual(instance_obj.ERROR, stored.vm_state)
+        self.assertEqual(message, self.fault().message)
 
 
 class _KilledConductorCase(ComputeTaskTestCase):
