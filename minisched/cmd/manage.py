@@ -207,7 +207,8 @@ def _category_builders():
 
 
 #: Categories implemented in ``minisched/cmd/manage_<name>.py``.
-EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'rpc', 'scheduler', 'server')
+EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'placement', 'rpc', 'scheduler',
+                    'server')
 
 
 def add_command_parsers(subparsers):

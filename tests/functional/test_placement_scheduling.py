@@ -82,6 +82,8 @@ def test_builds_claim_and_deletes_give_back(placement_builds):
     assert {i.vm_state for i in built.values()} == {'active'}
     audit(client, builder, flavors)
 
+    heal_and_audit(cluster, client, builder, flavors, first[0])
+
     builder.delete(several[0])
     builder.wait_deleted(several[:1])
     audit(client, builder, flavors)
@@ -90,6 +92,31 @@ def test_builds_claim_and_deletes_give_back(placement_builds):
     builder.wait_deleted(first + several)
     audit(client, builder, flavors)
     assert allocations(client) == {}
+
+
+def heal_and_audit(cluster, client, builder, flavors, instance_uuid):
+    """minisched-manage placement heal_allocations recreates a lost allocation, audit finds
+    and deletes an orphaned one; the exit codes are nova-manage's."""
+    ctx = ms_context.get_admin_context()
+    assert cluster.run_manage('placement', 'audit').returncode == 0
+    assert cluster.run_manage('placement', 'heal_allocations', check=False).returncode == 4
+    client.delete_allocation_for_instance(ctx, instance_uuid, force=True)
+    dry = cluster.run_manage('placement', 'heal_allocations', '--dry-run')
+    assert instance_uuid in dry.stdout and instance_uuid not in allocations(client)
+    healed = cluster.run_manage('placement', 'heal_allocations', '--verbose')
+    assert 'Created allocations for instance %s' % instance_uuid in healed.stdout
+    audit(client, builder, flavors)
+
+    orphan = '00000000-0000-0000-0000-000000000001'
+    rp_uuid = providers(client)['compute1']['uuid']
+    assert client.put_allocations(ctx, orphan, {
+        'allocations': {rp_uuid: {'resources': {'VCPU': 1}}}, 'project_id': 'p',
+        'user_id': 'u', 'consumer_generation': None})
+    found = cluster.run_manage('placement', 'audit', check=False)
+    assert found.returncode == 3 and orphan in found.stdout, found.stdout
+    assert cluster.run_manage('placement', 'audit', '--delete', check=False).returncode == 4
+    assert cluster.run_manage('placement', 'audit').returncode == 0
+    audit(client, builder, flavors)
 
 
 def test_disabled_compute_traits_resources_and_dedicated_cpus(placement_builds):
