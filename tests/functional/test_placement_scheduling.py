@@ -193,3 +193,32 @@ def test_a_refused_claim_moves_to_the_alternate_and_failures_give_back(placement
         audit(client, builder, flavors)
     finally:
         builder.close()
+
+
+def test_placement_down_gives_no_valid_host_and_the_computes_report_again(placement_builds):
+    """With Placement stopped a build ends in ERROR with the reason (no stuck build, nothing
+    allocated) and a compute's report fails; started again on its port, the compute's next
+    refresh makes that report and builds claim again."""
+    cluster, client, builder = placement_builds
+    small = builder.flavor('small', vcpus=1, memory_mb=1024, root_gb=10)
+    flavors = [(small, {'VCPU': 1, 'MEMORY_MB': 1024, 'DISK_GB': 10})]
+    server = cluster.placement_server
+    server.stop()
+
+    uuid = builder.boot(small)[0]
+    assert builder.wait_built([uuid])[uuid].vm_state == 'error'
+    assert any('Placement service could not be reached' in fault
+               for fault in builder.faults(uuid)), builder.faults(uuid)
+
+    # A change to report while Placement is down: the compute's write fails, and is made
+    # again by a refresh once Placement is back.
+    cluster.run_manage('service', 'disable', 'compute1', 'minisched-compute')
+    base.wait_for(lambda: 'next refresh tries again' in cluster.log('compute1'), timeout=30,
+                  message='compute1 to have failed a refresh while Placement was down')
+    server.start()
+    base.wait_for(lambda: os_traits.COMPUTE_STATUS_DISABLED in
+                  providers(client)['compute1']['traits'], timeout=30,
+                  message='compute1 disabled in Placement once it is back')
+    built = builder.wait_built(builder.boot(small))
+    assert [(i.vm_state, i.host) for i in built.values()] == [('active', 'compute2')]
+    audit(client, builder, flavors)
