@@ -62,6 +62,8 @@ def run(conf, say, count, timeout=120):
     say('Where the instances landed:')
     manage.print_table(['Name', 'Flavor', 'Host', 'State'], rows, out=_Writer(say))
     _print_usage(ctxt, instances, say)
+    if conf.placement.enabled:
+        _print_allocations(conf, ctxt, instances, say)
     errors = [inst for inst in instances if inst.vm_state != instance_obj.ACTIVE]
     if errors:
         say('%d of %d instance(s) did not become ACTIVE (reasons above).' % (len(errors),
@@ -112,6 +114,39 @@ def _print_usage(ctxt, instances, say):
         'RAM includes the host reserve:')
     manage.print_table(['Host', 'vCPUs', 'RAM MB', 'Disk GB', 'Demo instances'], rows,
                        out=_Writer(say))
+
+
+def _print_allocations(conf, ctxt, instances, say):
+    """What Placement holds: each instance's allocations (``openstack resource provider
+    allocation show``) and each provider's inventory with its usage (``openstack resource
+    provider inventory list`` and ``resource provider usage show`` side by side)."""
+    from minisched.scheduler.client import report
+    client = report.SchedulerReportClient(conf)
+    names = {}
+    rows = []
+    for provider in sorted(client.get_providers(ctxt) or [], key=lambda rp: rp['name']):
+        names[provider['uuid']] = provider['name']
+        _gen, inventory = client.get_inventory(ctxt, provider['uuid'])
+        used = collections.Counter()
+        for alloc in client.get_allocations_for_resource_provider(
+                ctxt, provider['uuid']).values():
+            used.update(alloc['resources'])
+        for rc, inv in sorted(inventory.items()):
+            rows.append([provider['name'], rc, inv['allocation_ratio'], inv['reserved'],
+                         inv['total'], used.get(rc, 0)])
+    say('Placement: each provider\'s inventory and what its allocations use:')
+    manage.print_table(['Provider', 'Resource class', 'Allocation ratio', 'Reserved', 'Total',
+                        'Used'], rows, out=_Writer(say))
+    rows = []
+    for inst in instances:
+        allocs = (client.get_allocs_for_consumer(ctxt, inst.uuid) or {}).get('allocations', {})
+        for rp_uuid, alloc in sorted(allocs.items()):
+            rows.append([inst.display_name, names.get(rp_uuid, rp_uuid), ', '.join(
+                '%s=%s' % item for item in sorted(alloc['resources'].items()))])
+        if not allocs:
+            rows.append([inst.display_name, '-', 'none'])
+    say('Placement: the allocations of each instance:')
+    manage.print_table(['Name', 'Resource provider', 'Resources'], rows, out=_Writer(say))
 
 
 def _cell_context(ctxt):

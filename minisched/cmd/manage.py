@@ -208,7 +208,8 @@ def _category_builders():
 
 
 #: Categories implemented in ``minisched/cmd/manage_<name>.py``.
-EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'rpc', 'scheduler', 'server')
+EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'placement', 'rpc', 'scheduler',
+                    'server')
 
 
 #: Other names of categories: nova-manage's, so that its commands work as written.

@@ -122,7 +122,10 @@ class PlacementServer:
     # -- the process ----------------------------------------------------------------------------
 
     def command(self):
-        return [_binary('uwsgi'), '--http11-socket', '%s:%d' % (self.host, self.port),
+        # One request per connection: a keep-alive connection holds its worker thread while
+        # idle, and every other client (computes, schedulers) would wait behind it.
+        return [_binary('uwsgi'), '--http-socket', '%s:%d' % (self.host, self.port),
+                '--add-header', 'Connection: close',
                 '--module', WSGI_MODULE, '--master', '--processes', str(self.processes),
                 '--threads', str(self.threads), '--enable-threads', '--thunder-lock',
                 # SIGTERM stops uWSGI (by default it reloads); no application: exit.

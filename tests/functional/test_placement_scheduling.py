@@ -82,6 +82,8 @@ def test_builds_claim_and_deletes_give_back(placement_builds):
     assert {i.vm_state for i in built.values()} == {'active'}
     audit(client, builder, flavors)
 
+    heal_and_audit(cluster, client, builder, flavors, first[0])
+
     builder.delete(several[0])
     builder.wait_deleted(several[:1])
     audit(client, builder, flavors)
@@ -90,6 +92,31 @@ def test_builds_claim_and_deletes_give_back(placement_builds):
     builder.wait_deleted(first + several)
     audit(client, builder, flavors)
     assert allocations(client) == {}
+
+
+def heal_and_audit(cluster, client, builder, flavors, instance_uuid):
+    """minisched-manage placement heal_allocations recreates a lost allocation, audit finds
+    and deletes an orphaned one; the exit codes are nova-manage's."""
+    ctx = ms_context.get_admin_context()
+    assert cluster.run_manage('placement', 'audit').returncode == 0
+    assert cluster.run_manage('placement', 'heal_allocations', check=False).returncode == 4
+    client.delete_allocation_for_instance(ctx, instance_uuid, force=True)
+    dry = cluster.run_manage('placement', 'heal_allocations', '--dry-run')
+    assert instance_uuid in dry.stdout and instance_uuid not in allocations(client)
+    healed = cluster.run_manage('placement', 'heal_allocations', '--verbose')
+    assert 'Created allocations for instance %s' % instance_uuid in healed.stdout
+    audit(client, builder, flavors)
+
+    orphan = '00000000-0000-0000-0000-000000000001'
+    rp_uuid = providers(client)['compute1']['uuid']
+    assert client.put_allocations(ctx, orphan, {
+        'allocations': {rp_uuid: {'resources': {'VCPU': 1}}}, 'project_id': 'p',
+        'user_id': 'u', 'consumer_generation': None})
+    found = cluster.run_manage('placement', 'audit', check=False)
+    assert found.returncode == 3 and orphan in found.stdout, found.stdout
+    assert cluster.run_manage('placement', 'audit', '--delete', check=False).returncode == 4
+    assert cluster.run_manage('placement', 'audit').returncode == 0
+    audit(client, builder, flavors)
 
 
 def test_disabled_compute_traits_resources_and_dedicated_cpus(placement_builds):
@@ -166,3 +193,32 @@ def test_a_refused_claim_moves_to_the_alternate_and_failures_give_back(placement
         audit(client, builder, flavors)
     finally:
         builder.close()
+
+
+def test_placement_down_gives_no_valid_host_and_the_computes_report_again(placement_builds):
+    """With Placement stopped a build ends in ERROR with the reason (no stuck build, nothing
+    allocated) and a compute's report fails; started again on its port, the compute's next
+    refresh makes that report and builds claim again."""
+    cluster, client, builder = placement_builds
+    small = builder.flavor('small', vcpus=1, memory_mb=1024, root_gb=10)
+    flavors = [(small, {'VCPU': 1, 'MEMORY_MB': 1024, 'DISK_GB': 10})]
+    server = cluster.placement_server
+    server.stop()
+
+    uuid = builder.boot(small)[0]
+    assert builder.wait_built([uuid])[uuid].vm_state == 'error'
+    assert any('Placement service could not be reached' in fault
+               for fault in builder.faults(uuid)), builder.faults(uuid)
+
+    # A change to report while Placement is down: the compute's write fails, and is made
+    # again by a refresh once Placement is back.
+    cluster.run_manage('service', 'disable', 'compute1', 'minisched-compute')
+    base.wait_for(lambda: 'next refresh tries again' in cluster.log('compute1'), timeout=30,
+                  message='compute1 to have failed a refresh while Placement was down')
+    server.start()
+    base.wait_for(lambda: os_traits.COMPUTE_STATUS_DISABLED in
+                  providers(client)['compute1']['traits'], timeout=30,
+                  message='compute1 disabled in Placement once it is back')
+    built = builder.wait_built(builder.boot(small))
+    assert [(i.vm_state, i.host) for i in built.values()] == [('active', 'compute2')]
+    audit(client, builder, flavors)
