@@ -83,12 +83,13 @@ class MinischedObject(ovo_base.VersionedObject):
         if (target_version is not None and target_version != self.VERSION) or \
                 version_manifest:
             return super().obj_to_primitive(target_version, version_manifest)
-        values = self.__dict__
+        fields = self.fields
         primitive = {}
-        for name, field in self.fields.items():
-            attrname = '_obj_' + name
-            if attrname in values:
-                primitive[name] = field.to_primitive(self, name, values[attrname])
+        # The fields set, not every field: an ImageMetaProps has 90, a handful of them set.
+        for attrname, value in self.__dict__.items():
+            field = fields.get(attrname[5:]) if attrname.startswith('_obj_') else None
+            if field is not None:
+                primitive[attrname[5:]] = field.to_primitive(self, attrname[5:], value)
         key = self._obj_primitive_key
         obj = {key('name'): self.obj_name(), key('namespace'): self.OBJ_PROJECT_NAMESPACE,
                key('version'): self.VERSION, key('data'): primitive}
@@ -124,10 +125,11 @@ class MinischedObject(ovo_base.VersionedObject):
         values = self.__dict__
         name = None
         try:
-            for name, field in cls.fields.items():
-                if name in data:
+            for name, value in data.items():  # what was sent, not every field
+                field = cls.fields.get(name)
+                if field is not None:
                     values['_obj_' + name] = field.coerce(
-                        self, name, field.from_primitive(self, name, data[name]))
+                        self, name, field.from_primitive(self, name, value))
         except (ValueError, TypeError) as exc:
             # The same kind of error, naming the field (the library's names none).
             kind = ValueError if isinstance(exc, ValueError) else TypeError
