@@ -125,30 +125,36 @@ class NamespaceSerializer(messaging.Serializer):
 
 def _renamed(value, table):
     """``value`` with every object primitive in it renamed by ``table`` (see
-    :meth:`NamespaceSerializer._table`)."""
+    :meth:`NamespaceSerializer._table`), in place: a tuple is never rebuilt, only the dicts
+    in it are changed. A loop over a stack, not a recursion: this runs on every message."""
+    keys, source_ns, target_ns = table
+    name_key, namespace_key, data_key = keys[0][0], keys[1][1], keys[3][1]
     kind = type(value)
-    if kind is dict:
-        keys, source_ns, target_ns = table
-        if keys[0][0] in value:  # an object primitive: at most five keys to move
-            for old, new in keys:
-                if old in value:
-                    value[new] = value.pop(old)
-            namespace_key = keys[1][1]
-            if value.get(namespace_key) == source_ns:
-                value[namespace_key] = target_ns
-        for key, item in value.items():
-            if type(item) in _CONTAINERS:
-                value[key] = _renamed(item, table)
-    elif kind is list:
-        for index, item in enumerate(value):
-            if type(item) in _CONTAINERS:
-                value[index] = _renamed(item, table)
-    elif kind is tuple:
-        return tuple(_renamed(item, table) for item in value)
+    if not (kind is dict or kind is list or kind is tuple):
+        return value
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        if type(node) is dict:
+            if name_key in node:  # an object primitive: only its data holds others
+                for old, new in keys:
+                    if old in node:
+                        node[new] = node.pop(old)
+                if node.get(namespace_key) == source_ns:
+                    node[namespace_key] = target_ns
+                data = node.get(data_key)
+                if type(data) is dict:
+                    push(data)
+                continue
+            items = node.values()
+        else:
+            items = node
+        for item in items:
+            kind = type(item)
+            if kind is dict or kind is list or kind is tuple:
+                push(item)
     return value
-
-
-_CONTAINERS = (dict, list, tuple)
 
 
 class Profile:
