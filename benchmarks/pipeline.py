@@ -68,7 +68,7 @@ def offline_scheduler(conf):
     """A FilterScheduler made in a process without RPC: its notifier is off, so
     select_destinations sends no notification."""
     from minisched.scheduler import filter_scheduler
-    from minisched.scheduler import offline
+    from minisched.scheduler.replay import offline
     return filter_scheduler.FilterScheduler(conf, notifier=offline.SilentNotifier())
 
 
@@ -85,7 +85,7 @@ def numa_conf():
 def build_scheduler(conf, hosts, seed=0, rows=None):
     """A FilterScheduler whose HostManager holds ``hosts`` synthetic host states (from
     ``rows(count, seed=)``, :func:`synthetic.node_rows` by default)."""
-    from minisched.scheduler import offline
+    from minisched.scheduler.replay import offline
     scheduler = offline.HeldStateScheduler(conf)  # the database refresh is timed elsewhere
     synthetic.populate(scheduler.host_manager, (rows or synthetic.node_rows)(hosts, seed=seed))
     return scheduler

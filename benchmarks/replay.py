@@ -20,19 +20,19 @@ TARGET_SECONDS = 60.0
 
 def requests_for(count, seed=0):
     """The pipeline bench's first ``count`` requests, as a replay's."""
-    from minisched.scheduler import replay
+    from minisched.scheduler.replay import trace
     made = []
     for index in range(count):
         spec, uuids = pipeline.make_spec(index, seed)
-        made.append(replay.Request(spec.obj_to_primitive(), uuids, len(uuids)))
+        made.append(trace.Request(spec.obj_to_primitive(), uuids, len(uuids)))
     return made
 
 
 def run_once(conf, hosts, requests, seed=0):
     """``(seconds, CPU seconds, outcome)`` of one replay of ``requests`` requests over
     ``hosts`` hosts."""
-    from minisched.scheduler import replay
-    from minisched.scheduler import snapshot
+    from minisched.scheduler.replay import run as replay
+    from minisched.scheduler.replay import snapshot
     handle, path = tempfile.mkstemp(suffix='.json')
     os.close(handle)
     try:

@@ -65,7 +65,7 @@ def node_rows(count, seed=0, now=None, spread_seconds=0):
 
 def populate(host_manager, pairs, cell_uuid=None):
     """Fill ``host_manager``'s host states straight from rows (no database)."""
-    from minisched.scheduler import offline
+    from minisched.scheduler.replay import offline
     offline.hold(host_manager, ((service, node, cell_uuid, True) for service, node in pairs))
 
 

@@ -11,6 +11,7 @@ from minisched import exception
 from minisched import monkey_patch
 from minisched import rpc
 from minisched.messaging import incoming
+from minisched.messaging import wire
 from minisched import version
 
 CONF = ms_conf.CONF
@@ -48,13 +49,19 @@ def parse_args(argv, default_config_files=None, init_rpc=True):
     withdraw_shell_completion(CONF)
     rpc.set_defaults()
     prog = argv[0].rsplit('/', 1)[-1] if argv else 'minisched'
+    default_config_dirs = None
     if default_config_files is None:
         default_config_files = monkey_patch.env_config_files(argv[1:])  # or None
+        default_config_dirs = monkey_patch.env_config_dirs(default_config_files)
     try:
         CONF(argv[1:], project='minisched', prog=prog, version=version.version_string,
-             default_config_files=default_config_files)
+             default_config_files=default_config_files,
+             default_config_dirs=default_config_dirs)
     except cfg.Error as exc:
         fail(prog, str(exc).splitlines()[0])
+    # The wire profile's exchange and durability, also for commands that set up RPC later
+    # (minisched-manage's rpc tap reads the exchange without it).
+    wire.of(CONF).set_defaults(CONF)
     if init_rpc:
         try:
             rpc.init(CONF)
@@ -87,10 +94,11 @@ def withdraw_shell_completion(conf):
     conf.supported_shell_completion = ()
 
 
-def fail(prog, message):
-    """Exit with status 1 after one line on stderr."""
+def fail(prog, message, status=1):
+    """Exit with ``status`` (1; argparse's 2 for a command line it cannot parse) after one
+    line on stderr."""
     sys.stderr.write('%s: error: %s\n' % (prog, message))
-    sys.exit(1)
+    sys.exit(status)
 
 
 def check_values(conf, prog):

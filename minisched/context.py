@@ -31,13 +31,17 @@ class RequestContext(context.RequestContext):
         kwargs.setdefault('project_id', project_id)
         for legacy in ('user', 'tenant'):
             kwargs.pop(legacy, None)
-        super().__init__(is_admin=bool(is_admin), **kwargs)
-        self.read_deleted = read_deleted
-        self.remote_address = remote_address
+        # Checked before oslo.context's __init__, which makes this context the thread's
+        # current one (read by every log line): a half-made one would break the logging of
+        # the very error that stopped it.
+        _check_read_deleted(read_deleted)
         if timestamp is None:
             timestamp = timeutils.utcnow()
         elif isinstance(timestamp, str):
             timestamp = parse_timestamp(timestamp)
+        super().__init__(is_admin=bool(is_admin), **kwargs)
+        self.read_deleted = read_deleted
+        self.remote_address = remote_address
         self.timestamp = timestamp
         self.quota_class = quota_class
         self.user_name = user_name
@@ -55,9 +59,7 @@ class RequestContext(context.RequestContext):
 
     @read_deleted.setter
     def read_deleted(self, value):
-        if value not in READ_DELETED:
-            raise ValueError("read_deleted can only be one of 'no', 'yes' or 'only', not %r"
-                             % (value,))
+        _check_read_deleted(value)
         self._read_deleted = value
 
     def to_dict(self):
@@ -77,8 +79,9 @@ class RequestContext(context.RequestContext):
 
         Every known field must have its type (see ``FIELD_TYPES``): ``"is_admin": "false"``
         would be admin if it were read as ``bool()`` reads it, so a value of another type is
-        refused with :class:`~minisched.exception.InvalidContext`, naming the field. Unknown
-        keys are ignored, as oslo.context does.
+        refused with :class:`~minisched.exception.InvalidContext`, naming the field, as is a
+        ``read_deleted`` or a ``timestamp`` that does not read. Unknown keys are ignored, as
+        oslo.context does.
         """
         if not isinstance(values, dict):
             raise exception.InvalidContext(reason='a context is a mapping, not a %s'
@@ -86,6 +89,15 @@ class RequestContext(context.RequestContext):
         kwargs = {k: v for k, v in values.items() if k in FIELD_TYPES}
         for name, value in kwargs.items():
             check_field(name, value)
+        if kwargs.get('read_deleted', 'no') not in READ_DELETED:
+            raise exception.InvalidContext(reason='read_deleted is %s, not one of %s' % (
+                _short(kwargs['read_deleted']), ', '.join(READ_DELETED)))
+        if kwargs.get('timestamp') is not None:
+            try:
+                kwargs['timestamp'] = parse_timestamp(kwargs['timestamp'])
+            except ValueError:
+                raise exception.InvalidContext(reason='timestamp %s is not a date and time'
+                                               % _short(kwargs['timestamp'])) from None
         kwargs.setdefault('user_id', values.get('user'))
         kwargs.setdefault('project_id', values.get('tenant'))
         return cls(**kwargs)
@@ -98,6 +110,12 @@ class RequestContext(context.RequestContext):
         if read_deleted is not None:
             ctx.read_deleted = read_deleted
         return ctx
+
+
+def _check_read_deleted(value):
+    if value not in READ_DELETED:
+        raise ValueError("read_deleted can only be one of 'no', 'yes' or 'only', not %r"
+                         % (value,))
 
 
 _TEXT = (str, type(None))
@@ -237,13 +255,16 @@ def target_cell(context, cell_mapping):
     """
     cctxt = copy.copy(context)
     if cell_mapping is not None:
+        from minisched.db import engines  # imported when first needed, as before
         cctxt.cell_uuid = cell_mapping.uuid
         url = cell_mapping.database_connection
         if url and '{' in url:
             # A template (Nova's cell URL templates): fill it from this host's own URL.
-            from minisched.db import engines
             from minisched.objects import cell_mapping as cell_mapping_obj
             url = cell_mapping_obj.format_url(url, engines.configured_url(engines.MAIN))
+        if url:  # errors of its connections name the cell
+            name = cell_mapping.name if 'name' in cell_mapping else None
+            engines.name_database(url, 'the database of cell %s' % (name or cell_mapping.uuid))
         cctxt.db_connection = url
         from minisched import rpc
         cctxt.transport_url = rpc.cell_bus_url(cell_mapping)

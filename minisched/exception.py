@@ -59,6 +59,13 @@ class ObjectActionError(MinischedException):
     msg_fmt = 'Object action %(action)s failed because: %(reason)s'
 
 
+class NotSupported(MinischedException):
+    """An RPC method of Nova's API that minisched's endpoint names but does not implement
+    (Nova's class of the same name, which a Nova client catches)."""
+    msg_fmt = '%(method)s is not supported by minisched: %(reason)s'
+    code = 400
+
+
 class ObjectMethodNotSupported(MinischedException):
     """A remotable method Nova's object has and minisched keeps for the wire, but cannot run
     (the data behind it, a Neutron or Nova API table, does not exist here)."""
@@ -143,6 +150,16 @@ class FlavorExists(MinischedException):
     code = 409
 
 
+class FlavorAccessExists(MinischedException):
+    msg_fmt = ('Flavor access already exists for flavor %(flavor_id)s and project '
+               '%(project_id)s combination.')
+    code = 409
+
+
+class FlavorAccessNotFound(NotFound):
+    msg_fmt = 'Flavor access not found for %(flavor_id)s / %(project_id)s combination.'
+
+
 class InstanceGroupNotFound(NotFound):
     msg_fmt = 'Instance group %(group_uuid)s could not be found.'
 
@@ -209,6 +226,12 @@ class InstanceActionEventNotFound(NotFound):
 
 
 class NoValidHost(MinischedException):
+    msg_fmt = 'No valid host was found. %(reason)s'
+
+
+class CellsUnreachable(NoValidHost):
+    """No host fits while the databases of some cells do not answer: their hosts could not
+    be considered. ``cells`` names them with the time since when (``reason`` says so)."""
     msg_fmt = 'No valid host was found. %(reason)s'
 
 
@@ -549,6 +572,13 @@ class ValidationError(Invalid):
     msg_fmt = '%(detail)s'
 
 
+class DatabaseUnavailable(MinischedException):
+    """A build task gave up on a database that stayed away for its whole retry bound."""
+
+    msg_fmt = '%(database)s was unavailable for %(seconds)d seconds: %(reason)s'
+    code = 503
+
+
 class DBTransientError(MinischedException):
     """A database error that passes by itself (connection refused or lost, deadlock, lock
     timeout): the same call can be made again. The conductor answers with it in place of the
@@ -575,6 +605,14 @@ class BuildRequestNotProcessed(MinischedException):
 
 class InvalidSnapshot(Invalid):
     msg_fmt = 'Cannot read the scheduler snapshot %(path)s: %(reason)s'
+
+
+class SnapshotNotWritten(Invalid):
+    msg_fmt = 'Cannot write the scheduler snapshot to %(path)s: %(reason)s'
+
+
+class FiguresNotWritten(Invalid):
+    msg_fmt = 'Cannot write the replay figures to %(path)s: %(reason)s'
 
 
 class InvalidTrace(Invalid):
@@ -641,6 +679,26 @@ class ResourceProviderAllocationRetrievalFailed(MinischedException):
 
 class ConsumerAllocationRetrievalFailed(MinischedException):
     msg_fmt = 'Failed to retrieve allocations for consumer %(consumer_uuid)s: %(error)s'
+
+
+class InstanceInfoCacheNotFound(NotFound):
+    msg_fmt = 'Info cache for instance %(instance_uuid)s could not be found.'
+
+
+class InstanceTagNotFound(NotFound):
+    msg_fmt = 'Instance %(instance_id)s has no tag \'%(tag)s\''
+
+
+class KeypairNotFound(NotFound):
+    msg_fmt = 'Keypair %(name)s not found for user %(user_id)s'
+
+
+class VolumeBDMNotFound(NotFound):
+    msg_fmt = 'No volume Block Device Mapping with id %(volume_id)s.'
+
+
+class MigrationContextNotFound(NotFound):
+    msg_fmt = 'Migration context for instance %(instance_uuid)s could not be found.'
 
 
 class RequestFilterFailed(MinischedException):

@@ -28,7 +28,8 @@ import sys
 #: The environment variable that wins over ``[DEFAULT] concurrency_backend``.
 ENV = 'OS_MINISCHED_DISABLE_EVENTLET_PATCHING'
 #: The configuration file of a command given neither ``--config-file`` nor ``--config-dir``
-#: (before oslo.config's default search); ``minisched-cluster up``'s env file exports it.
+#: (before oslo.config's default search), with the ``.d`` directory beside it if there is
+#: one; ``minisched-cluster up``'s env file exports it.
 CONFIG_FILE_ENV = 'MINISCHED_CONFIG_FILE'
 #: Values of :data:`ENV` that choose native threading; any other non-empty one, eventlet.
 THREADING_VALUES = ('1', 'true', 'yes')
@@ -74,6 +75,14 @@ def env_config_files(argv, environ=None):
     return [path]
 
 
+def env_config_dirs(files):
+    """``[<file>.d]`` for the file :func:`env_config_files` found, when that directory exists
+    (oslo.config's ``<project>.conf.d`` beside ``<project>.conf``: ``minisched-cluster``'s
+    operator files), else None."""
+    directory = files[0] + '.d' if files else None
+    return [directory] if directory and os.path.isdir(directory) else None
+
+
 def backend_from_config(argv=None):
     """``[DEFAULT] concurrency_backend`` of the config files ``argv`` names (default: this
     process's arguments), read before anything else; ``'auto'`` when unset.
@@ -92,6 +101,8 @@ def backend_from_config(argv=None):
     from_env = env_config_files(argv)
     if from_env:
         args = ['--config-file', from_env[0]]
+        for directory in env_config_dirs(from_env) or []:
+            args += ['--config-dir', directory]
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else 'minisched'
     try:
         conf(args, project='minisched', prog=prog, validate_default_values=True)

@@ -22,6 +22,7 @@ from minisched.messaging import admission as rpc_admission
 from minisched.messaging import incoming
 from minisched.messaging import monitored_dispatcher
 from minisched.messaging import trace
+from minisched.messaging import wire
 
 LOG = logging.getLogger(__name__)
 
@@ -30,6 +31,8 @@ CONTROL_EXCHANGE = 'minisched'
 ALLOWED_EXMODS = ['minisched.exception']
 
 TRANSPORT = None
+#: The wire profile of this process (``[DEFAULT] wire_profile``), set by init().
+PROFILE = wire.PROFILES[wire.MINISCHED]
 NOTIFICATION_TRANSPORT = None
 NOTIFIER = None
 _CONF = None
@@ -81,7 +84,9 @@ def init(conf, url=None):
     """Create the process's transports and notifier from ``conf`` (``url`` overrides
     ``transport_url``, e.g. ``fake://`` in tests). Raises TransportURLError for a URL
     oslo.messaging cannot use, and then changes nothing."""
-    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, _CONF, _URL
+    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, _CONF, _URL, PROFILE
+    profile = wire.of(conf)
+    profile.set_defaults(conf)  # before the transports read the exchange and durability
     transport = _transport(messaging.get_rpc_transport, conf, url,
                            lambda: '[DEFAULT] transport_url')
     try:
@@ -91,6 +96,7 @@ def init(conf, url=None):
         transport.cleanup()
         raise
     _CONF, TRANSPORT, NOTIFICATION_TRANSPORT = conf, transport, notification_transport
+    PROFILE = profile
     _URL = url or conf.transport_url  # registered by get_rpc_transport
     incoming.configure(conf)
     serializer = RequestContextSerializer(JsonPayloadSerializer())
@@ -112,11 +118,14 @@ def cleanup():
     still hold while it reconnects to an unreachable broker (for ever): a process must still
     be able to exit.
     """
-    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER
+    global TRANSPORT, NOTIFICATION_TRANSPORT, NOTIFIER, PROFILE
     transports = [t for t in [TRANSPORT, NOTIFICATION_TRANSPORT, *_CELL_TRANSPORTS.values()]
                   if t is not None]
     _CELL_TRANSPORTS.clear()
     TRANSPORT = NOTIFICATION_TRANSPORT = NOTIFIER = None
+    if PROFILE.name != wire.MINISCHED:  # the process's defaults as they were before init()
+        PROFILE = wire.PROFILES[wire.MINISCHED]
+        PROFILE.set_defaults()
     closing = threading.Thread(target=lambda: [t.cleanup() for t in transports], daemon=True,
                                name='rpc-cleanup')
     closing.start()
@@ -163,9 +172,10 @@ class RequestContextSerializer(messaging.Serializer):
 
 
 def get_serializer(server_side=False):
+    """The RPC serializer of this process's wire profile (objects and context)."""
     serializer = obj_base.MinischedObjectSerializer()
     serializer.server_side = server_side
-    return RequestContextSerializer(serializer)
+    return RequestContextSerializer(PROFILE.serializer(serializer))
 
 
 def get_client(target, version_cap=None, serializer=None):
@@ -271,7 +281,7 @@ class _CallContext:
                         if unreachable else ''))
         ok, value = outcome[0]
         if not ok:
-            raise value
+            raise PROFILE.rebuild(value)
         return value
 
 
@@ -447,7 +457,8 @@ def _rpc_server(transport, target, endpoints, serializer, admission=None):
     The serializer is a client-side one (``server_side`` False): an argument that does not
     load raises its error, which the dispatcher reports and answers."""
     rpc_dispatcher = monitored_dispatcher.MonitoredDispatcher(
-        endpoints, serializer, dispatcher.DefaultRPCAccessPolicy, topic=target.topic)
+        endpoints, serializer, dispatcher.DefaultRPCAccessPolicy, topic=target.topic,
+        outgoing=PROFILE.outgoing)
     if admission:
         admitted, limit = admission
         return rpc_admission.AdmittingRPCServer(transport, target, rpc_dispatcher, admitted,

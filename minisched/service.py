@@ -29,15 +29,18 @@ _launcher = None
 
 
 class Service(service.Service):
-    """A minisched service on one host: listens on ``topic`` and ``topic.host``, plus fanout."""
+    """A minisched service on one host: listens on ``topic`` and ``topic.host``, plus fanout;
+    with ``topic_alt``, on a second RPC server of that topic too (Nova's compute-alt)."""
 
     def __init__(self, conf, host, binary, topic, manager_class, report_interval=None,
-                 periodic_enable=None, periodic_fuzzy_delay=None, periodic_interval_max=None):
+                 periodic_enable=None, periodic_fuzzy_delay=None, periodic_interval_max=None,
+                 topic_alt=None):
         super().__init__()
         self.conf = conf
         self.host = host
         self.binary = binary
         self.topic = topic
+        self.topic_alt = topic_alt
         self.report_interval = report_interval
         self.periodic_enable = periodic_enable
         self.periodic_fuzzy_delay = periodic_fuzzy_delay
@@ -50,16 +53,17 @@ class Service(service.Service):
         self.manager = manager_class(conf=conf, host=host)
         self.service_ref = None
         self.rpcserver = None
+        self.rpcserver_alt = None
         self.backdoor_port = None
         self.model_disconnected = False
 
     @classmethod
-    def create(cls, conf, binary, topic, manager_class, host=None):
+    def create(cls, conf, binary, topic, manager_class, host=None, topic_alt=None):
         """Build a service with the report and periodic settings of ``conf``."""
         return cls(conf, host or conf.host, binary, topic, manager_class,
                    report_interval=conf.report_interval,
                    periodic_enable=conf.periodic_enable,
-                   periodic_fuzzy_delay=conf.periodic_fuzzy_delay)
+                   periodic_fuzzy_delay=conf.periodic_fuzzy_delay, topic_alt=topic_alt)
 
     def __repr__(self):
         return '<%s: host=%s, binary=%s, topic=%s>' % (self.__class__.__name__, self.host,
@@ -79,6 +83,10 @@ class Service(service.Service):
         self.rpcserver = rpc.get_server(target, endpoints,
                                         admission=self.manager.rpc_admission)
         self.rpcserver.start()
+        if self.topic_alt:
+            self.rpcserver_alt = rpc.get_server(
+                messaging.Target(topic=self.topic_alt, server=self.host), endpoints)
+            self.rpcserver_alt.start()
         self.manager.post_start_hook()
         self.servicegroup_api.join(self.host, self.topic, self)
         if trace.ENABLED:  # name the trace file after the service; record each task apart
@@ -126,12 +134,14 @@ class Service(service.Service):
     def stop(self):
         """Drain the RPC server, let the manager clean up, stop timers and threads."""
         LOG.info('Stopping %(binary)s on %(host)s', {'binary': self.binary, 'host': self.host})
-        if self.rpcserver is not None:
+        for server in (self.rpcserver, self.rpcserver_alt):  # the alternate one last, as Nova
+            if server is None:
+                continue
             try:
-                self.rpcserver.stop()
-                self.rpcserver.wait()
-                if hasattr(self.rpcserver, 'log_summary'):
-                    self.rpcserver.log_summary()
+                server.stop()
+                server.wait()
+                if hasattr(server, 'log_summary'):
+                    server.log_summary()
             except Exception:
                 LOG.exception('Error while stopping the RPC server')
         try:

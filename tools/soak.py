@@ -40,6 +40,10 @@ taking the kinds in turn, while the clients run:
   running for everyone else;
 * ``database``: the same in front of PostgreSQL (the services' and the API clients' database
   URLs go through it; the soak's own checks do not);
+  with ``--second-cut SECONDS``, cut again for that long inside the retry window of the
+  first cut (0.7 s after a conductor starts rebuilding what an interrupted run placed, else
+  5 s after the database is back, while the retries of the first cut wait out their
+  backoff), a fault during the retry of another;
 * ``kill``: SIGKILL of a whole service (its process group: a compute process with its
   computes, the conductor or the scheduler with their workers), started again 5 s later.
 
@@ -452,15 +456,31 @@ def _wait_deleted(urls, instance_uuid, timeout=BUILD_TIMEOUT):
 
 # -- faults -----------------------------------------------------------------------------------
 
+#: What a conductor logs when a run again rebuilds or takes over what an interrupted run
+#: placed, or fails again (the second cut waits for one of them).
+RETRY_LINES = ('this one schedules and builds it again', 'this one takes the build over',
+               'running the task again')
+#: Seconds after the database is back that the second cut waits for such a line at most
+#: (the retries of the first cut then still wait out their backoff, up to 30 s:
+#: ``minisched.utils.MAX_DELAY``), and seconds from the line to the cut (issue 48's run:
+#: 0.7 s into the adoption).
+RETRY_WINDOW_SECONDS = 5
+SECOND_CUT_AFTER = 0.7
+#: What services log when a write (a compute's) or a build task (a conductor's) failed on
+#: the database and will be tried again: counted during the first cut.
+RETRIED_LINES = ('; trying again in', 'running the task again in')
+
+
 class Faults(threading.Thread):
     """Applies the fault kinds in turn, one every ``every`` seconds (see the docstring)."""
 
-    def __init__(self, cluster, kinds, every, outage, proxies):
+    def __init__(self, cluster, kinds, every, outage, proxies, second_cut=0.0):
         super().__init__(daemon=True, name='soak-faults')
         self.cluster = cluster
         self.kinds = list(kinds)
         self.every = every
         self.outage = outage
+        self.second_cut = second_cut
         self.proxies = proxies  # {'broker': TcpProxy, 'database': TcpProxy or None}
         # Services and compute processes alternate, so that a short run kills each kind.
         services = sorted(name for name in cluster.procs if not name.startswith('computes'))
@@ -498,10 +518,43 @@ class Faults(threading.Thread):
         proxy = self.proxies[kind]
         say('FAULT: %s cut for %d s' % (kind, self.outage))
         self.applied.append((at, kind, '%d s' % self.outage))
+        at_cut = self._log_ends()
         proxy.cut()
         self._halt.wait(self.outage)
         proxy.restore()
         say('%s back' % kind)
+        if kind == 'database' and self.second_cut:
+            retrying = sum(self.cluster.log(name)[offset:].count(line)
+                           for name, offset in at_cut.items() for line in RETRIED_LINES)
+            self._cut_again(proxy, self._log_ends('conductor'), retrying)
+
+    def _log_ends(self, prefix=''):
+        """{service: its log's length} (where the lines written from now on begin)."""
+        return {name: len(self.cluster.log(name)) for name in self.cluster.procs
+                if name.startswith(prefix)}
+
+    def _cut_again(self, proxy, before, retrying):
+        """Cut the database again, for ``second_cut`` s, inside the retry window of the
+        first cut: :data:`SECOND_CUT_AFTER` s after a conductor, since the database came
+        back, took over or rebuilt what an interrupted run had placed (or failed a run
+        again), or :data:`RETRY_WINDOW_SECONDS` after it came back when none did."""
+        deadline = time.monotonic() + RETRY_WINDOW_SECONDS
+        seen = None
+        while seen is None and time.monotonic() < deadline and not self._halt.is_set():
+            for name, offset in before.items():
+                if any(line in self.cluster.log(name)[offset:] for line in RETRY_LINES):
+                    seen = name
+            self._halt.wait(SECOND_CUT_AFTER if seen else 0.2)
+        say('FAULT: database cut again for %.1f s (%s; %d retries of writes and build tasks '
+            'during the first cut)' % (self.second_cut, 'a run again of %s under way' % seen
+                                       if seen else '%d s after it came back'
+                                       % RETRY_WINDOW_SECONDS, retrying))
+        self.applied.append((time.monotonic() - self._began, 'database again',
+                             '%.1f s' % self.second_cut))
+        proxy.cut()
+        self._halt.wait(self.second_cut)
+        proxy.restore()
+        say('database back again')
 
     def stop(self):
         """No more faults; whatever is cut or killed is restored."""
@@ -741,6 +794,9 @@ def main(argv=None):
                         help='Seconds between two faults (default 60).')
     parser.add_argument('--outage', type=float, default=20,
                         help='Seconds a broker or database cut lasts (default 20).')
+    parser.add_argument('--second-cut', type=float, default=0.0, metavar='SECONDS',
+                        help='After each database cut, cut the database again for SECONDS '
+                             'inside its retry window; default 0: no second cut.')
     parser.add_argument('--long-rpc-timeout', type=int, default=60,
                         help='[DEFAULT] long_rpc_timeout with faults (default 60).')
     parser.add_argument('--stuck-timeout', type=int, default=150,
@@ -880,7 +936,8 @@ def run(cluster, dbs, args, proxies=None):
         proc.start()
     faults = None
     if args.faults:
-        faults = Faults(cluster, args.faults, args.fault_every, args.outage, proxies)
+        faults = Faults(cluster, args.faults, args.fault_every, args.outage, proxies,
+                        args.second_cut)
         faults.start()
     builds, deletes, errors, rss, threads = [], [], [], [], []
     sent, accepted, refused = [0], set(), collections.Counter()

@@ -2,6 +2,12 @@
 import os
 import sys
 
+# The build reads minisched's modules (the CLI reference, the options): run it on native
+# threads, as the services do, so that no library it imports tries eventlet (whose import
+# prints a deprecation notice on every build).
+from minisched import monkey_patch  # noqa: E402
+monkey_patch.patch(backend='threading')
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, '_exts'))
@@ -11,6 +17,7 @@ copyright = 'minisched contributors'
 author = 'minisched contributors'
 
 extensions = [
+    'openstackdocstheme',           # the theme OpenStack projects publish with
     'oslo_config.sphinxext',        # .. show-options:: from the registered options
     'oslo_config.sphinxconfiggen',  # the sample config, generated at each build
     'minisched_cli',                # .. minisched-cli:: from the commands' own parsers
@@ -27,7 +34,12 @@ master_doc = 'index'
 exclude_patterns = ['_build']
 # Code blocks without a language are shown as text, not guessed as Python.
 highlight_language = 'none'
-html_theme = 'alabaster'
+html_theme = 'openstackdocs'
+# openstackdocstheme: the project's name as given here (not read from packaging metadata),
+# no bug-report links (minisched has no Launchpad or StoryBoard project), no PDF link.
+openstackdocs_auto_name = False
+openstackdocs_pdf_link = False
+openstackdocs_use_storyboard = False
 html_static_path = ['_static']
 html_title = 'minisched documentation'
 

@@ -10,10 +10,14 @@ starts N RabbitMQ nodes of its own, joined into one RabbitMQ cluster, and runs o
 quorum queues. With ``--placement`` it runs the real Placement service too (its own SQLite
 database and loopback port under the state directory) and the services use it.
 """
+import os
+
 from minisched import monkey_patch  # first: it chooses the concurrency backend
+# The cluster writes its own config and names it to every command it runs: the file a shell
+# that sourced a minisched.env names (perhaps of a cluster since purged) is not its own.
+os.environ.pop(monkey_patch.CONFIG_FILE_ENV, None)
 monkey_patch.patch(backend='threading')
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -67,6 +71,9 @@ def _parser():
                'RabbitMQ the cluster runs in one process on the in-memory fake:// transport. '
                'The options above are accepted after the command name too.')
     _add_common(parser, suppress=False)
+    from minisched import version
+    parser.add_argument('--version', action='version',
+                        version='%(prog)s ' + version.version_string)
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     common = argparse.ArgumentParser(add_help=False)
     _add_common(common, suppress=True)
@@ -193,8 +200,8 @@ def _choose_broker(cluster, args, detach):
                 cluster.say('Could not make a vhost of its own (%s); checking that %s is '
                             'not in use.' % (exc, _masked(url)))
             else:
-                cluster.record_vhost(vhost)
                 cluster.transport_url = broker.with_vhost(url, vhost)
+                cluster.record_vhost(vhost)
                 cluster.say('Using RabbitMQ at %s, on vhost %s of its own (deleted when the '
                             'cluster stops).' % (_masked(url), vhost))
                 return False
@@ -240,7 +247,7 @@ def _setup_process_config(cluster, init_rpc=True):
     from minisched.db import engines
     from minisched import objects
     from oslo_log import log as logging
-    config.parse_args(['minisched-cluster', '--config-file', cluster.config_file],
+    config.parse_args(['minisched-cluster'] + cluster.config_args(),
                       init_rpc=init_rpc)
     if not config.CONF.log_file:
         # Its log records (the demo's filters warn that they are deprecated, say) go to a
@@ -257,8 +264,12 @@ def _start(cluster, fake):
         cluster.start_placement()
     # In-process (fake) services log to a file, so their lines do not interleave with ours.
     cluster.write_config(fake=fake)
-    cluster.prepare_databases()
+    cluster.sync_databases()
     conf = _setup_process_config(cluster)
+    from minisched.localcluster import records
+    for line in records.align_cells(conf.transport_url):
+        cluster.say(line)
+    cluster.map_cells()
     lost = cluster.retire_lost_instances()
     if lost:
         cluster.say('%d instance(s) of an earlier run are set to ERROR and count on no host: '
@@ -274,6 +285,8 @@ def _start(cluster, fake):
     out = cluster.manage('cell', 'discover_hosts', '--verbose')
     mapped = sum(1 for line in out.splitlines() if line.startswith('Creating host mapping'))
     cluster.say('Discovered %d new compute host(s).' % mapped)
+    if not fake:
+        _check_cell_buses(cluster)
     return conf, launcher
 
 
@@ -311,7 +324,7 @@ def _stop(cluster, launcher):
 def _up(cluster, fake, detach):
     conf, launcher = _start(cluster, fake)
     env_file = cluster.write_env_file()
-    manage = 'minisched-manage --config-file %s' % cluster.config_file
+    manage = 'minisched-manage %s' % ' '.join(cluster.config_args())
     if detach and launcher is None:
         cluster.say('Cluster running; config %s.' % cluster.config_file)
         cluster.say('Operate it with: %s service list' % manage)
@@ -358,7 +371,25 @@ def _status(cluster):
                     'without a report; the Process column is what runs now.')
     for line in cluster.rabbit_status():
         cluster.say(line)
-    return 0
+    if not cluster.running_services():
+        return 0  # a stopped cluster's vhost is gone: its cells name it, as expected
+    return _check_cell_buses(cluster)
+
+
+def _check_cell_buses(cluster):
+    """1, after one line per cell whose message bus lets no connection in; else 0."""
+    from minisched.cmd import manage_cell
+    from minisched import context
+    from minisched.messaging import bus_check
+    found = bus_check.unreachable_cells(context.get_admin_context(),
+                                        manage_cell._conf_transport_url())
+    for cell, url, reason in found:
+        sys.stderr.write(
+            'minisched-cluster: error: cell %s sends its builds to %s, which lets no '
+            'connection in (%s): builds will stay in BUILD/scheduling. Restart the cluster '
+            '(minisched-cluster --state-dir %s down, then up): up points the cluster\'s cell '
+            'at the vhost it makes.\n' % (cell.name, url, reason, cluster.state_dir))
+    return 1 if found else 0
 
 
 def _down(cluster, purge):

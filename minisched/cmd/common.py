@@ -1,4 +1,5 @@
 """Start-up sequence shared by the service commands (Nova's cmd/common.py + config.py)."""
+import os
 import signal
 import sys
 import time
@@ -53,6 +54,15 @@ def check_database(prog, database='main'):
     from minisched.objects import cell_mapping
     for problem in engines.configured_url_problems():
         config.fail(prog, problem)
+    missing = unconfigured_sqlite(database)
+    if missing:
+        # SQLite would create an empty file there, and the next message would ask for a
+        # 'db sync' of a database no other command knows about.
+        config.fail(prog, 'no configuration file (none given with --config-file or '
+                          '--config-dir, no minisched.conf in %s) and no database at %s: give '
+                          '--config-file with the deployment\'s [database] connection and '
+                          '[api_database] connection (minisched-cluster up writes one)'
+                    % (', '.join(config.SEARCHED_DIRS), missing))
     url = engines.configured_url(database)
     where = '%s %s' % (engines.OPTIONS[database], cell_mapping.mask_url(url))
     current, head, known = _wait_for_revision(url, database, where)
@@ -69,6 +79,23 @@ def check_database(prog, database='main'):
     else:
         return
     config.fail(prog, problem)
+
+
+def unconfigured_sqlite(database):
+    """The embedded SQLite file of ``database`` when no configuration file was read and that
+    file does not exist (the service would create it empty), else None."""
+    from oslo_config import cfg
+    from sqlalchemy.engine import url as sa_url
+    try:
+        if config.config_sources(CONF):
+            return None
+    except cfg.NoSuchOptError:  # CONF not parsed from a command line: embedded, configured
+        return None
+    url = sa_url.make_url(engines.configured_url(database))
+    path = url.database
+    if url.get_backend_name() != 'sqlite' or not path or path == ':memory:':
+        return None
+    return None if os.path.exists(path) else path
 
 
 class _StopWaiting(SystemExit):

@@ -5,6 +5,7 @@ import sys
 
 from minisched.cmd import common
 from minisched.compute import manager
+from minisched.compute import rpcapi as compute_rpcapi
 from minisched import exception
 from minisched import service
 from minisched.virt import driver
@@ -21,7 +22,8 @@ def main(argv=None):
         sys.stderr.write('minisched-compute: error: %s\n' % exc.format_message())
         return 1
     server = service.Service.create(conf, binary='minisched-compute', topic='compute',
-                                    manager_class=manager.ComputeManager)
+                                    manager_class=manager.ComputeManager,
+                                    topic_alt=compute_rpcapi.TOPIC_ALT)
     service.serve(conf, server)
     service.wait()
 

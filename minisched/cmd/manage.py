@@ -7,6 +7,7 @@ code; errors print one line on stderr.
 """
 from minisched import monkey_patch  # first: it chooses the concurrency backend
 monkey_patch.patch()
+import difflib
 import importlib
 import logging
 import os
@@ -211,10 +212,49 @@ EXTRA_CATEGORIES = ('aggregate', 'cell', 'flavor', 'group', 'placement', 'rpc', 
                     'server')
 
 
+#: Other names of categories: nova-manage's, so that its commands work as written.
+CATEGORY_ALIASES = {'cell': ['cell_v2']}
+
+
 def add_command_parsers(subparsers):
     for name, help_text, builder in _category_builders():
-        parser = subparsers.add_parser(name, help=help_text)
+        parser = subparsers.add_parser(name, help=help_text,
+                                       aliases=CATEGORY_ALIASES.get(name, []))
         builder(manage_display.add_actions(parser))
+
+
+#: The general options that take a value, besides the CLI options registered on CONF.
+_VALUE_OPTIONS = ('--config-file', '--config-dir')
+
+
+def unknown_category(argv):
+    """The category ``argv`` names when it is none of minisched-manage's, else None."""
+    takes_value = set(_VALUE_OPTIONS)
+    for opt, _group in CONF._all_cli_opts():
+        if not isinstance(opt, (cfg.BoolOpt, cfg.SubCommandOpt)):
+            takes_value.update('-' + name if len(name) == 1 else '--' + name
+                               for name in (opt.dest.replace('_', '-'), opt.short) if name)
+    skip = False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+        elif arg.startswith('-'):
+            skip = '=' not in arg and arg in takes_value
+        else:
+            return None if arg in category_names() else arg
+    return None
+
+
+def category_names():
+    """Every category's name, and the other names they are known by."""
+    names = [name for name, _help, _builder in _category_builders()]
+    return names + [alias for aliases in CATEGORY_ALIASES.values() for alias in aliases]
+
+
+def did_you_mean(word, choices):
+    """``'; did you mean X?'`` for the choice closest to ``word``, or ``''``."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return '; did you mean %r?' % close[0] if close else ''
 
 
 CATEGORY_OPT = cfg.SubCommandOpt('category', title='Command categories',
@@ -269,6 +309,12 @@ def _main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     prog = argv[0].rsplit('/', 1)[-1]
     CONF.register_cli_opt(CATEGORY_OPT)
+    unknown = unknown_category(argv)
+    if unknown is not None:
+        # argparse would print its usage (every category) above the one line that matters
+        config.fail(prog, 'unknown category %r%s (categories: %s; %s --help)' % (
+            unknown, did_you_mean(unknown, category_names()),
+            ', '.join(sorted(category_names())), prog), status=2)
     config.parse_args(argv, init_rpc=False)
     missing = unconfigured_database(CONF.category.name, CONF.category.action)
     if missing:

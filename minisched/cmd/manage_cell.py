@@ -25,6 +25,7 @@ from sqlalchemy.engine import url as sa_url
 
 from minisched import config, context, exception
 from minisched.cmd import manage
+from minisched.cmd import manage_display
 from minisched.db import engines, migration
 from minisched.db.api import api as api_db
 from minisched.objects import cell_mapping as cell_mapping_obj
@@ -218,7 +219,9 @@ class CellCommands:
         for instance in instances:
             mapping = instance_mapping_obj.InstanceMapping(
                 ctxt, instance_uuid=instance.uuid, cell_mapping=cell,
-                project_id=instance.project_id or '', user_id=instance.user_id)
+                project_id=instance.project_id or '')
+            if instance.user_id is not None:  # as Nova's, a mapping's user is never None
+                mapping.user_id = instance.user_id
             try:
                 mapping.create()
             except exception.InstanceMappingExists:
@@ -509,7 +512,7 @@ def add_parsers(actions):
     """Add the ``cell`` category's actions to ``actions`` (argparse sub-parsers)."""
     for name, aliases, fn, help_text, arguments in _actions(CellCommands()):
         parser = actions.add_parser(name, aliases=list(aliases), help=help_text,
-                                    description=fn.__doc__)
+                                    description=manage_display.plain(fn.__doc__))
         kwargs = []
         for flags, options in arguments:
             options = dict(options)

@@ -10,6 +10,7 @@ parser makes of them (no ``action_kwarg_`` destinations, so ``--help`` shows pla
 """
 import argparse
 import functools
+import re
 import sys
 
 from cliff import lister
@@ -85,6 +86,15 @@ class Lister(_Function, lister.Lister):
 
 class ShowOne(_Function, show.ShowOne):
     """One object, field by field."""
+
+
+def plain(text):
+    """``text`` (a docstring) as help for a terminal and a man page: reStructuredText's
+    inline literals and roles (````x````, ``:func:`x```) become their bare text."""
+    if not text:
+        return text
+    text = re.sub(r':[a-z:]+:`~?([^`]+)`', r'\1', text)
+    return re.sub(r'``([^`]+)``', r'\1', text)
 
 
 def only_match(kind, name, matches):

@@ -89,7 +89,17 @@ def broker_errors():
             raise
         detail = (str(exc).strip().splitlines() or [''])[0]
         raise exception.MinischedException(
-            'Message broker failure: %s: %s' % (type(exc).__name__, detail))
+            'Message broker failure: %s: %s%s' % (type(exc).__name__, detail, _hint(detail)))
+
+
+def _hint(detail):
+    """What to check next, for the broker failures an operator meets most."""
+    if 'NOT_ALLOWED' in detail and 'vhost' in detail:
+        return (' (is the cluster running? minisched-cluster status; minisched-cluster '
+                'deletes a cluster\'s vhost when it stops)')
+    if 'refused' in detail.lower():
+        return ' (is RabbitMQ running, and is [DEFAULT] transport_url its address?)'
+    return ''
 
 
 def format_pairs(mapping):

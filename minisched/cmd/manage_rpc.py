@@ -62,6 +62,14 @@ class RpcCommands:
     def tap(self, topics=None, json=False, count=None, timeout=None):
         """Print the RPC messages of ``topics`` until Ctrl-C, ``count`` or ``timeout``."""
         url, exchange = transport_settings(CONF)
+        if not config.config_sources(CONF) and _default(CONF, 'transport_url'):
+            # The default names the broker's root vhost, where no cluster lives: waiting
+            # there would print nothing, forever.
+            _note('no configuration: give --config-file (or source a cluster\'s '
+                  'minisched.env, or set OS_DEFAULT__TRANSPORT_URL) to name the bus to tap; '
+                  'not tapping the default %s' % tap_lib.describe_url(url or
+                                                                      'rabbit://localhost/'))
+            return 1
         # pika logs each expected refusal (an exchange not there yet) as a warning and each
         # lost connection as an error; the tap reports both itself.
         logging.getLogger('pika').setLevel(logging.CRITICAL)
@@ -109,6 +117,13 @@ class RpcCommands:
             _note('%d call(s) without an observed reply (is the firehose on? see above)'
                   % unanswered)
         return 0
+
+
+def _default(conf, name):
+    """True when ``[DEFAULT] name`` has the value no one set (no file, no environment)."""
+    from oslo_config import cfg
+    return conf.get_location(name).location in (cfg.Locations.opt_default,
+                                                cfg.Locations.set_default)
 
 
 def _silence_stdout():

@@ -22,6 +22,7 @@ from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import image_meta as image_meta_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.objects import security_group as security_group_obj
 from minisched.scheduler import rpcapi as scheduler_rpcapi
 
 CONF = config.CONF
@@ -81,7 +82,8 @@ def build_spec(ctxt, flavor, image_properties=None, availability_zone=None, hint
         scheduler_hints=hints_dict(hints), instance_uuid=uuidutils.generate_uuid(),
         ignore_hosts=list(ignore_hosts) if ignore_hosts else None,
         force_hosts=list(force_hosts) if force_hosts else None, force_nodes=None, retry=None,
-        limits=None, requested_destination=None, instance_group=None, security_groups=[],
+        limits=None, requested_destination=None, instance_group=None,
+        security_groups=security_group_obj.SecurityGroupList(objects=[]),
         is_bfv=False)
 
 

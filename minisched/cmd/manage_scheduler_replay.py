@@ -8,16 +8,23 @@ was given: it needs to hold only what changes) and prints, side by side, what ea
 them. No broker and no database are used by ``replay``.
 """
 import argparse
+import functools
 import os
+import sys
 
 from oslo_config import cfg
 
 from minisched.cmd import manage_display
+from minisched.cmd import manage_flavor
 from minisched import config
 from minisched.conf import opts as conf_opts
 from minisched import exception
-from minisched.scheduler import replay as replay_mod
-from minisched.scheduler import snapshot as snapshot_mod
+from minisched.scheduler.replay import files
+from minisched.scheduler.replay import offline
+from minisched.scheduler.replay import run as replay_mod
+from minisched.scheduler.replay import schema
+from minisched.scheduler.replay import snapshot as snapshot_mod
+from minisched.scheduler.replay import trace as trace_mod
 
 CONF = config.CONF
 RESOURCES = (('ram', 'RAM'), ('vcpu', 'vCPU'), ('disk', 'disk'))
@@ -25,11 +32,24 @@ RESOURCES = (('ram', 'RAM'), ('vcpu', 'vCPU'), ('disk', 'disk'))
 USED = '%s used %% of allocatable'
 
 
+def _escaped(fn):
+    """``fn``, its errors' messages with what a file said escaped for the terminal."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except exception.MinischedException as exc:
+            raise exception.Invalid(files.printable(exc.format_message())) from exc
+    return wrapper
+
+
 class ReplayCommands:
     """Snapshot a deployment; replay requests over a snapshot."""
 
+    @_escaped
     def snapshot(self, output, anonymize=False):
-        taken = snapshot_mod.take(CONF)
+        with offline.deprecations(CONF, chosen=False):  # no filter runs: none is news
+            taken = snapshot_mod.take(CONF)
         if anonymize:
             taken = snapshot_mod.anonymize(taken)
         snapshot_mod.dump(taken, output)
@@ -37,12 +57,14 @@ class ReplayCommands:
             return 0
         hosts = taken['hosts']
         return manage_display.fields([
-            ('File', output), ('Taken at', taken['taken_at']), ('Hosts', len(hosts)),
+            ('File', files.printable(output)), ('Taken at', taken['taken_at']),
+            ('Hosts', len(hosts)),
             ('Mapped hosts', sum(1 for h in hosts if h['mapped'])),
             ('Instances', len(taken['instances'])), ('Aggregates', len(taken['aggregates'])),
             ('Server groups', len(taken['server_groups'])),
             ('Flavors', len(taken['flavors'])), ('Anonymized', bool(anonymize))])
 
+    @_escaped
     def replay(self, snapshot, trace=None, flavor=None, count=None, mix=None,
                config_files=None, compare=None, seed=0, plot=None, differences=20,
                per_host=False):
@@ -52,11 +74,17 @@ class ReplayCommands:
         requests = _requests(loaded, trace, flavor, count, mix, seed)
         configs = [(name, replay_mod.scheduler_for(conf, name), ratios)
                    for name, conf, ratios in configurations(config_files, compare)]
-        outcomes = [replay_mod.replay(loaded, requests, scheduler, name, seed, ratios)
-                    for name, scheduler, ratios in configs]
+        try:
+            outcomes = [replay_mod.replay(loaded, requests, scheduler, name, seed, ratios)
+                        for name, scheduler, ratios in configs]
+        except offline.HostNotHeld as exc:
+            raise exception.InvalidSnapshot(path=snapshot, reason=exc)
         if plot:
-            from minisched.scheduler import replay_plot
-            replay_plot.write(outcomes, plot)
+            from minisched.scheduler.replay import plot as replay_plot
+            sources = {'snapshot': snapshot, 'trace': trace,
+                       'requests': trace or mix or '%s x%d' % (flavor, count or 1)}
+            for path in replay_plot.write(outcomes, plot, requests, sources):
+                print('Wrote %s' % files.printable(path), file=sys.stderr)
         return report(outcomes, requests, differences if len(outcomes) > 1 else 0, per_host)
 
 
@@ -68,9 +96,13 @@ def _requests(loaded, trace, flavor, count, mix, seed):
                                 '--count N, or --mix FILE (got %s)' % (
                                     ', '.join(given) or 'none'))
     if trace:
-        return replay_mod.load_trace(trace)
-    return replay_mod.described_requests(loaded, flavor=flavor, count=count or 1, mix=mix,
-                                         seed=seed)
+        skipped = []
+        requests = trace_mod.load_trace(trace, skipped)
+        for line in trace_mod.describe_skipped(skipped):
+            print(files.printable(line), file=sys.stderr)
+        return requests
+    return trace_mod.described_requests(loaded, flavor=flavor, count=count or 1, mix=mix,
+                                        seed=seed)
 
 
 def configurations(config_files=None, compare=None):
@@ -156,7 +188,8 @@ def report(outcomes, requests, differences=20, per_host=False):
                         [replay_mod.shown(p) for p in placed])
     if per_host:
         rows.extend(_per_host(outcomes))
-    return ['Figure'] + [o.name for o in outcomes], rows
+    return ([files.printable(name) for name in ['Figure'] + [o.name for o in outcomes]],
+            [[files.printable(v) if isinstance(v, str) else v for v in row] for row in rows])
 
 
 def _per_host(outcomes):
@@ -192,8 +225,9 @@ def _replay_arguments(parser):
     parser.add_argument('--flavor', metavar='NAME',
                         help='Instead of a trace: requests for one instance of this flavor '
                              '(one of the snapshot\'s).')
-    parser.add_argument('--count', type=_positive, default=1, metavar='N',
-                        help='How many --flavor requests (1).')
+    parser.add_argument('--count', type=_request_count, default=1, metavar='N',
+                        help='How many --flavor requests (1; at most %d).'
+                        % schema.MAX_REQUESTS)
     parser.add_argument('--mix', metavar='FILE',
                         help='Instead of a trace: a JSON list of {"flavor": NAME, "count": N} '
                              'requests, shuffled with --seed.')
@@ -205,20 +239,21 @@ def _replay_arguments(parser):
                              'requests they place differently.')
     parser.add_argument('--seed', type=int, default=0, metavar='N',
                         help='Seed of the random choices among the best hosts (0).')
-    parser.add_argument('--differences', type=int, default=20, metavar='N',
+    parser.add_argument('--differences', type=manage_flavor.integer(0), default=20, metavar='N',
                         help='Requests placed differently to list, at most (20).')
     parser.add_argument('--per-host', action='store_true',
                         help='Also a row per host: the share of its RAM, vCPUs and disk in '
                              'use after the replay, per configuration.')
     parser.add_argument('--plot', metavar='DIR',
-                        help='Also write PNG figures to DIR (needs matplotlib: '
+                        help='Also write capacity.png, utilization.png and funnel.png to DIR, '
+                             'printing each path on stderr (needs matplotlib: '
                              'pip install "minisched[plot]").')
 
 
-def _positive(value):
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError('must be at least 1, got %s' % value)
+def _request_count(value):
+    number = manage_flavor.integer(1)(value)
+    if number > schema.MAX_REQUESTS:
+        raise argparse.ArgumentTypeError('at most %d: %r' % (schema.MAX_REQUESTS, value))
     return number
 
 

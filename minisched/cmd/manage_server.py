@@ -35,6 +35,8 @@ POWER_STATES = {instance_obj.NOSTATE: 'NOSTATE', instance_obj.RUNNING: 'Running'
                 instance_obj.PAUSED: 'Paused', instance_obj.SHUTDOWN: 'Shutdown',
                 instance_obj.CRASHED: 'Crashed', instance_obj.SUSPENDED: 'Suspended'}
 LIST_HEADERS = ['ID', 'Name', 'Status', 'Task State', 'Power State', 'Host', 'Node', 'Flavor']
+#: The columns ``server list --long`` adds (``openstack server list --long`` has them too).
+LONG_HEADERS = ['Flavor ID', 'Image ID', 'Availability Zone', 'Properties', 'Created At']
 #: The compute API's status of a vm_state, and of its task states that show otherwise
 #: (nova.api.openstack.common's state map).
 _REBOOT = dict.fromkeys(('rebooting', 'reboot_pending', 'reboot_started'), 'REBOOT')
@@ -89,11 +91,18 @@ def status(instance):
     return by_task.get(instance.task_state, by_task['default'])
 
 
-def list_row(instance):
-    """The ``server list`` row of ``instance`` (the columns of ``LIST_HEADERS``)."""
-    return [instance.uuid, instance.display_name, status(instance), instance.task_state,
-            POWER_STATES.get(instance.power_state, instance.power_state), instance.host,
-            instance.node, _flavor_name(instance)]
+def list_row(instance, long=False):
+    """The ``server list`` row of ``instance`` (the columns of ``LIST_HEADERS``, and with
+    ``long`` those of ``LONG_HEADERS`` after them)."""
+    row = [instance.uuid, instance.display_name, status(instance), instance.task_state,
+           POWER_STATES.get(instance.power_state, instance.power_state), instance.host,
+           instance.node, _flavor_name(instance)]
+    if long:
+        flavor = instance.flavor if instance.obj_attr_is_set('flavor') else None
+        row += [flavor.flavorid if flavor else None, instance.image_ref or None,
+                instance.availability_zone,
+                manage_display.properties(instance.metadata or {}), _time(instance.created_at)]
+    return row
 
 
 def traceback_summary(text):
@@ -229,12 +238,19 @@ class ServerCommands:
         done = lambda inst: inst is not None and inst.vm_state in (instance_obj.ACTIVE,
                                                                    instance_obj.ERROR)
         instances, pending = self._wait(api, ctxt, uuids, done, timeout)
-        manage.print_table(LIST_HEADERS, [list_row(i) if i is not None else
+        # None as "None", as server list (the openstack client's table) shows it
+        manage.print_table(LIST_HEADERS, [[str(v) for v in list_row(i)] if i is not None else
                                           [u] + [None] * (len(LIST_HEADERS) - 1)
                                           for u, i in instances.items()])
         if pending:
-            return manage_flavor.error('Timed out after %ss waiting for %d of %d instance(s)'
-                                       % (timeout, len(pending), len(uuids)))
+            scheduling = any(instances.get(u) is not None
+                             and instances[u].task_state == 'scheduling' for u in pending)
+            return manage_flavor.error(
+                'Timed out after %ss waiting for %d of %d instance(s)%s'
+                % (timeout, len(pending), len(uuids),
+                   ' (still scheduling: is every service running and its cell reachable? '
+                   'minisched-manage service list; for a local cluster minisched-cluster '
+                   'status)' if scheduling else ''))
         errors = [u for u, i in instances.items() if i.vm_state == instance_obj.ERROR]
         if errors:
             return manage_flavor.error('%d of %d instance(s) went to ERROR (see server show '
@@ -242,7 +258,8 @@ class ServerCommands:
         return 0
 
     def list(self, host=None, all_projects=False, all=False,
-             project=manage_scheduler.DEFAULT_OWNER, user=manage_scheduler.DEFAULT_OWNER):
+             project=manage_scheduler.DEFAULT_OWNER, user=manage_scheduler.DEFAULT_OWNER,
+             long=False):
         if all:
             sys.stderr.write('--all is deprecated: use --all-projects.\n')
         ctxt = context.RequestContext(user_id=user, project_id=project, is_admin=True)
@@ -250,7 +267,8 @@ class ServerCommands:
         if host:
             filters['host'] = host
         instances = compute_api_factory(CONF).get_all(ctxt, filters)
-        return LIST_HEADERS, [list_row(i) for i in instances]
+        return (LIST_HEADERS + (LONG_HEADERS if long else []),
+                [list_row(i, long=long) for i in instances])
 
     def show(self, server, project=manage_scheduler.DEFAULT_OWNER,
              user=manage_scheduler.DEFAULT_OWNER):
@@ -347,7 +365,8 @@ def add_parsers(actions):
         'server_name'])
 
     manage_display.add_command(actions, 'list', manage_display.Lister(
-        commands.list, ['host', 'all_projects', 'all', 'project', 'user'], _list_arguments),
+        commands.list, ['host', 'all_projects', 'all', 'project', 'user', 'long'],
+        _list_arguments),
         help_text='List instances of the project, newest first.')
     manage_display.add_command(actions, 'show', _ServerShow(
         commands.show, ['server', 'project', 'user'], _show_arguments),
@@ -367,6 +386,9 @@ def _list_arguments(parser):
     parser.add_argument('--all-projects', action='store_true',
                         help='Instances of every project.')
     parser.add_argument('--all', action='store_true', help=argparse.SUPPRESS)  # deprecated
+    parser.add_argument('--long', action='store_true',
+                        help='Also the flavor ID, image ID, availability zone, properties and '
+                             'creation time.')
     manage_scheduler.add_owner_arguments(parser, prefix='')
 
 

@@ -20,6 +20,7 @@ from minisched.compute import validation as compute_validation
 from minisched.conductor import rpcapi as conductor_rpcapi
 from minisched import context as ms_context
 from minisched import exception
+from minisched.objects import block_device
 from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import image_meta as image_meta_obj
@@ -29,6 +30,8 @@ from minisched.objects import instance_fault
 from minisched.objects import instance_group as instance_group_obj
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.objects import security_group as security_group_obj
+from minisched.objects import tag as tag_obj
 from minisched.pci import request as pci_request
 from minisched.virt import hardware
 
@@ -83,14 +86,16 @@ class API:
                 availability_zone=request.availability_zone,
                 scheduler_hints=request.scheduler_hints, instance_uuid=instance.uuid,
                 ignore_hosts=None, force_hosts=None, force_nodes=None, retry=None,
-                limits=None, requested_destination=None, security_groups=[], is_bfv=False,
+                limits=None, requested_destination=None, is_bfv=False,
+                security_groups=security_group_obj.SecurityGroupList(objects=[]),
                 instance_group=(instance_group_obj.InstanceGroup(uuid=group.uuid)
                                 if group is not None else None))
             compute_validation.check_instance(instance)
             compute_validation.check_request_spec(spec)
             build_requests.append(build_request_obj.BuildRequest(
                 context, instance_uuid=instance.uuid, project_id=instance.project_id,
-                instance=instance))
+                instance=instance, tags=tag_obj.TagList(objects=[]),
+                block_device_mappings=block_device.BlockDeviceMappingList(objects=[])))
             specs.append(spec)
             if index == 0:
                 create_bounds.check_message_size(self.conf, context, build_requests[0], spec,

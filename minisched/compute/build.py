@@ -51,6 +51,11 @@ class _Rescheduled(Exception):
     """Marks a build handed back to the conductor (its event ends as Error)."""
 
 
+class _NotBuilt(Exception):
+    """Marks a repeated build message whose conditional claim was refused (its event ends
+    as Error: the instance was built, or ended, by someone else)."""
+
+
 class _NotStarted(Exception):
     """The build did not start (the instance is gone, or another delivery or someone else
     decided its state): ``result`` is what the build counts as."""
@@ -89,6 +94,10 @@ class Builder:
                 if result == RESCHEDULED:
                     # Recorded as an Error event so that the action shows why it moved on.
                     raise _Rescheduled(filter_properties['retry'].get('exc_reason'))
+                if result == DUPLICATE:
+                    # An Error event too: nothing was built here (not a second success).
+                    raise _NotBuilt('Not built on %s: another delivery of its build message '
+                                    'built it, or its build was ended.' % self.host)
         except Exception as exc:
             # The event recorded the failure; the instance state was set by _do_build.
             LOG.debug('Build of %s on %s ended with: %s', instance.uuid, self.host, exc)
@@ -123,6 +132,11 @@ class Builder:
                   limits, host_list, kwargs):
         node = node or self.driver.get_available_nodes()[0]
         try:
+            if kwargs.get('accel_uuids'):
+                raise exception.BuildAbortException(
+                    instance_uuid=instance.uuid,
+                    reason='accelerator requests (accel_uuids) need Cyborg, which minisched '
+                           'does not have')
             self._build_and_run(context, instance, image, node, limits)
             return ACTIVE
         except _NotStarted as not_started:
@@ -337,10 +351,11 @@ class _EventReporter(instance_action.EventReporter):
             return False
         return super().__exit__(exc_type, exc_val, exc_tb)
 
-    def _record(self, method, context, uuid, *args, **kwargs):
+    def _record(self, uuid, call):
         try:
-            self._builder._until_answered(lambda: method(context, uuid, *args, **kwargs),
-                                          'event %s of instance %s' % (self.event_name, uuid))
+            return self._builder._until_answered(
+                call, 'event %s of instance %s' % (self.event_name, uuid))
         except RETRIED as exc:
             LOG.warning('Event %s of instance %s not recorded: %s', self.event_name, uuid,
                         unanswered_reason(exc))
+            return None

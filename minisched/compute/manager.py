@@ -24,12 +24,19 @@ LOG = logging.getLogger(__name__)
 
 
 class ComputeManager(manager.Manager):
-    """Manages the instances of one compute host through its virt driver."""
+    """Manages the instances of one compute host through its virt driver.
 
-    target = messaging.Target(version='5.0')
+    Compute RPC API 6.5, as Nova 34's compute: the methods below at 6.x, and the 5.x
+    messages (up to 5.13) through :class:`_ComputeV5Proxy`, a second endpoint, as Nova keeps
+    them. The service listens on ``compute`` and on ``compute-alt`` (6.5's second RPC
+    server, to which Nova sends the messages that finish operations under way).
+    """
+
+    target = messaging.Target(version='6.5')
 
     def __init__(self, conf, host=None):
         super().__init__(conf, host=host, service_name='compute')
+        self.additional_endpoints.append(_ComputeV5Proxy(self))
         self.driver = virt_driver.load_compute_driver(conf)
         self.rt = resource_tracker.ResourceTracker(conf, self.host, self.driver)
         self.query_client = query.SchedulerQueryClient(conf)
@@ -104,15 +111,17 @@ class ComputeManager(manager.Manager):
     # -- RPC methods ----------------------------------------------------------------------
 
     def build_and_run_instance(self, context, instance, image, request_spec,
-                               filter_properties, admin_password=None, injected_files=None,
-                               requested_networks=None, security_groups=None,
-                               block_device_mapping=None, node=None, limits=None,
-                               host_list=None):
+                               filter_properties, accel_uuids, admin_password=None,
+                               injected_files=None, requested_networks=None,
+                               security_groups=None, block_device_mapping=None, node=None,
+                               limits=None, host_list=None):
         """Start the build on the LONG_TASK pool and return at once (it is a cast): the
-        RPC server's thread goes back to its pool while the build waits for its turn."""
+        RPC server's thread goes back to its pool while the build waits for its turn.
+        A build with accelerator requests (``accel_uuids``) is aborted: minisched has no
+        Cyborg."""
         kwargs = dict(admin_password=admin_password, injected_files=injected_files,
                       requested_networks=requested_networks, security_groups=security_groups,
-                      block_device_mapping=block_device_mapping)
+                      block_device_mapping=block_device_mapping, accel_uuids=accel_uuids)
         thread_pool_factory.spawn_on(self.conf, thread_pool_factory.ExecutorType.LONG_TASK,
                              self._locked_build, context, instance, image, request_spec,
                              filter_properties, node, limits, host_list, kwargs)
@@ -235,3 +244,27 @@ class ComputeManager(manager.Manager):
     @periodic_task.periodic_task(spacing=1800)
     def _cleanup_running_deleted_instances(self, context):
         housekeeping.cleanup_running_deleted_instances(self, context)
+
+
+class _ComputeV5Proxy:
+    """The compute RPC API 5.x (up to 5.13) of the methods minisched implements, as Nova's
+    compute keeps it beside 6.x: every other name is the manager's own."""
+
+    target = messaging.Target(version='5.13')
+
+    def __init__(self, manager):
+        self.manager = manager
+
+    def __getattr__(self, name):
+        return getattr(self.manager, name)
+
+    def build_and_run_instance(self, context, instance, image, request_spec,
+                               filter_properties, admin_password=None, injected_files=None,
+                               requested_networks=None, security_groups=None,
+                               block_device_mapping=None, node=None, limits=None,
+                               host_list=None, accel_uuids=None):
+        """5.0 (5.11: ``accel_uuids``, optional and last)."""
+        self.manager.build_and_run_instance(
+            context, instance, image, request_spec, filter_properties, accel_uuids,
+            admin_password, injected_files, requested_networks, security_groups,
+            block_device_mapping, node, limits, host_list)

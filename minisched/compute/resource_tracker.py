@@ -66,9 +66,12 @@ class ResourceTracker:
         if resources.get('cpu_info') is None:
             resources['cpu_info'] = ''
         with self._lock:
-            self._init_compute_node(context, resources)
+            # Read before the node takes the driver's counters (usage without reservations
+            # nor instances): a read that fails leaves the node's usage as it was, which the
+            # claims until the next refresh add to.
             instances = instance_obj.InstanceList.get_by_host_and_node(context, self.host,
                                                                        nodename)
+            self._init_compute_node(context, resources)
             self._pci_tracker(nodename, resources).set_hvdevs(
                 resources.get('pci_passthrough_devices'), instances)
             self._update_usage_from_instances(nodename, instances)
@@ -212,23 +215,37 @@ class ResourceTracker:
             if node is None:
                 raise exception.ComputeResourcesUnavailable(
                     reason='node %s is not known to this compute' % nodename)
-            pci_tracker = self._pci_tracker(nodename)
-            claim = claims.Claim(self, instance, nodename, node, limits,
-                                 pci_stats=pci_tracker.stats)
-            if claim.claimed_numa_topology is not None:
-                instance.numa_topology = claim.claimed_numa_topology
-            pci_tracker.claim_instance(instance, claim.claimed_numa_topology)
-            instance.host = self.host
-            instance.node = nodename
-            instance.launched_on = self.host
+            counted = instance.uuid in self.tracked_instances
+            if counted:
+                # Counted by a refresh since an earlier try of this claim, whose save was
+                # written but whose answer was lost: claimed afresh, counted once.
+                self._apply_instance(node, instance, sign=-1)
             try:
-                (save or instance.save)()
+                claim = self._claim_and_save(instance, node, limits, save)
             except Exception:
-                pci_tracker.free_instance(instance)
+                if counted:  # not this claim's to give back (a refresh fixes its devices)
+                    self._apply_instance(node, instance, sign=1)
                 raise
             self._apply_instance(node, instance, sign=1)
             self._update(context, node)
             return claim
+
+    def _claim_and_save(self, instance, node, limits, save):
+        pci_tracker = self._pci_tracker(node.hypervisor_hostname)
+        claim = claims.Claim(self, instance, node.hypervisor_hostname, node, limits,
+                             pci_stats=pci_tracker.stats)
+        if claim.claimed_numa_topology is not None:
+            instance.numa_topology = claim.claimed_numa_topology
+        pci_tracker.claim_instance(instance, claim.claimed_numa_topology)
+        instance.host = self.host
+        instance.node = node.hypervisor_hostname
+        instance.launched_on = self.host
+        try:
+            (save or instance.save)()
+        except Exception:
+            pci_tracker.free_instance(instance)
+            raise
+        return claim
 
     def abort_instance_claim(self, instance, nodename):
         with self._lock:

@@ -21,13 +21,16 @@ import traceback
 import oslo_messaging as messaging
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
+from oslo_utils import uuidutils
 
 from minisched.messaging import bus_errors
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.compute import validation
+from minisched.conductor import unsupported
 from minisched import context as ms_context
 from minisched.db.api import api as api_db
 from minisched import exception
+from minisched.objects import build_request as build_request_obj
 from minisched.objects import cell_mapping as cell_mapping_obj
 from minisched.objects import host_mapping as host_mapping_obj
 from minisched.objects import instance as instance_obj
@@ -49,6 +52,9 @@ HOST_CELL_SECONDS = 30
 #: Seconds a redelivered build cast waits for the instance an earlier delivery created to
 #: be mapped before it takes the build over (see ComputeTaskManager._take_over).
 TAKE_OVER_AFTER_SECONDS = 10
+#: Seconds between two select_destinations of a build waiting for unreachable cells
+#: (``[conductor] cell_unreachable_wait_seconds``).
+CELL_WAIT_INTERVAL = 3
 
 #: ``again``: the handler runs again in this thread a delivery whose earlier run failed
 #: half-way (``minisched.conductor.db_errors`` retries a run the database interrupted).
@@ -83,10 +89,14 @@ def again():
     return None
 
 
-class ComputeTaskManager:
-    """Namespace ``compute_task``: long-running build tasks driven by the conductor."""
+class ComputeTaskManager(unsupported.UnsupportedTasks):
+    """Namespace ``compute_task``: long-running build tasks driven by the conductor.
 
-    target = messaging.Target(namespace='compute_task', version='1.20')
+    Nova's version 1.26: the build methods below, and every other method of Nova's API
+    answered with NotSupported (:mod:`minisched.conductor.unsupported`).
+    """
+
+    target = messaging.Target(namespace='compute_task', version='1.26')
 
     def __init__(self, conf, host):
         self.conf = conf
@@ -104,7 +114,9 @@ class ComputeTaskManager:
                                      block_device_mapping, tags=None):
         refusal = _refusal(validation.check_build_requests, build_requests)
         if refusal:
-            _refused(context, 'schedule_and_build_instances', refusal)  # no build to clean up
+            # The build requests the API wrote are read back from the database.
+            _refused(context, 'schedule_and_build_instances', refusal)
+            self._bury_refused(_uuids_in(build_requests, request_specs), refusal)
             return
         started = timeutils.utcnow()
         refusal = _refusal(validation.check_schedule_and_build, context, build_requests,
@@ -128,6 +140,7 @@ class ComputeTaskManager:
             host_lists = self._schedule_instances(context, request_specs[0], instance_uuids,
                                                   return_alternates=True)
         except Exception as exc:
+            _unless_transient(exc)
             LOG.warning('Failed to schedule instances %s: %s', ', '.join(instance_uuids),
                         _message(exc))
             self._bury_in_cell0(context, request_specs[0], exc, build_requests, started)
@@ -171,6 +184,7 @@ class ComputeTaskManager:
                 host_lists = self._schedule_instances(
                     context, request_spec, [i.uuid for i in instances], return_alternates=True)
         except Exception as exc:
+            _unless_transient(exc)
             for instance in instances:
                 self._set_error(context, instance, exc, 'build_instances')
             return
@@ -200,6 +214,41 @@ class ComputeTaskManager:
                 requested_networks=requested_networks, security_groups=security_groups,
                 block_device_mapping=block_device_mapping, node=selection.nodename,
                 limits=selection.limits, host_list=host_list)
+
+    def _clean_up_refused(self, method, args, reason):
+        """A ``schedule_and_build_instances`` cast refused before it could be decoded (its
+        context or an argument does not load; see ``monitored_dispatcher``): the builds it
+        names end as :meth:`_bury_refused` ends them. Other methods leave nothing behind."""
+        if method == 'schedule_and_build_instances' and isinstance(args, dict):
+            self._bury_refused(_uuids_in(args.get('build_requests'),
+                                         args.get('request_specs'), raw=True),
+                               exception.Invalid(reason='the build message was refused: %s'
+                                                 % reason))
+
+    def _bury_refused(self, uuids, error):
+        """End in ERROR in cell0, with ``error`` as the fault, the builds of ``uuids`` whose
+        build request the API wrote (read back from the database), as a build that failed
+        to schedule: no build request is left without a cell until the stuck-build check.
+        A build request that cannot be read back is dropped with its records."""
+        admin = ms_context.get_admin_context()
+        for uuid in uuids:
+            try:
+                build_request = build_request_obj.BuildRequest.get_by_instance_uuid(admin,
+                                                                                   uuid)
+            except exception.NotFound:
+                continue  # never written, or taken by a build
+            except Exception as exc:  # written, but does not load: nothing to record
+                _unless_transient(exc)
+                LOG.warning('Dropping the build request of %s, refused and unreadable: %s',
+                            uuid, _message(exc))
+                self._forget(admin, build_request_obj.BuildRequest(admin, instance_uuid=uuid))
+                continue
+            LOG.warning('Ending the build of %s in ERROR: %s', uuid, _message(error))
+            instance = build_request.instance
+            owner = ms_context.RequestContext(user_id=instance.user_id,
+                                              project_id=build_request.project_id,
+                                              is_admin=True, overwrite=False)
+            self._bury_in_cell0(owner, None, error, [build_request], timeutils.utcnow())
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -290,7 +339,8 @@ class ComputeTaskManager:
                         'not finish (its conductor stopped before sending it to a compute); '
                         'this one schedules and builds it again.', uuid)
             self.build_instances(instance._context, [instance], image, {}, None, [], None,
-                                 [], request_spec=spec, host_lists=None)
+                                 _legacy_security_groups(spec), request_spec=spec,
+                                 host_lists=None)
 
     @staticmethod
     def _unclaimed(context, instance_uuid):
@@ -321,12 +371,33 @@ class ComputeTaskManager:
                                               'ServerGroupSoftAntiAffinityWeigher'))
         watch = timeutils.StopWatch()
         watch.start()
+        waited = 0
+        while True:
+            try:
+                host_lists = self._select(context, request_spec, instance_uuids,
+                                          return_alternates)
+                break
+            except exception.CellsUnreachable as exc:
+                # No host while some cells' databases do not answer: wait for them, within
+                # the operator's bound, rather than bury builds a cell back soon could take.
+                if waited + CELL_WAIT_INTERVAL > self.conf.conductor.cell_unreachable_wait_seconds:
+                    raise
+                LOG.warning('%s; asking the scheduler again for %s in %d s.',
+                            exc.kwargs.get('reason', _message(exc)).split(';')[0],
+                            ', '.join(instance_uuids), CELL_WAIT_INTERVAL)
+            time.sleep(CELL_WAIT_INTERVAL)
+            waited += CELL_WAIT_INTERVAL
+        LOG.debug('Took %0.2f seconds to select destinations for %s instance(s).',
+                  watch.elapsed(), len(instance_uuids))
+        return host_lists
+
+    def _select(self, context, request_spec, instance_uuids, return_alternates):
+        """select_destinations, asked again when its request or answer was lost."""
         for attempt in range(1, SCHEDULE_ATTEMPTS + 1):
             try:
-                host_lists = self.query_client.select_destinations(
+                return self.query_client.select_destinations(
                     context, request_spec, instance_uuids, return_objects=True,
                     return_alternates=return_alternates)
-                break
             except bus_errors.UNREACHABLE as exc:
                 # The request or its reply was lost (say, with the broker), or the driver
                 # gave up reconnecting: ask again rather than fail a build the API accepted.
@@ -339,9 +410,6 @@ class ComputeTaskManager:
                 LOG.warning('No answer from the scheduler for %s (%s); asking again (%d of '
                             '%d).', ', '.join(instance_uuids), bus_errors.describe(exc),
                             attempt + 1, SCHEDULE_ATTEMPTS)
-        LOG.debug('Took %0.2f seconds to select destinations for %s instance(s).',
-                  watch.elapsed(), len(instance_uuids))
-        return host_lists
 
     def _create_in_cell(self, context, build_request, spec, host_list, started):
         """Create the instance in the cell of the chosen host; None when it cannot be."""
@@ -456,7 +524,8 @@ class ComputeTaskManager:
         self.compute_rpcapi.build_and_run_instance(
             instance._context, instance=instance, host=selection.service_host, image=image,
             request_spec=spec, filter_properties=filter_props, admin_password=None,
-            injected_files=[], requested_networks=None, security_groups=[],
+            injected_files=[], requested_networks=None,
+            security_groups=_legacy_security_groups(spec),
             block_device_mapping=[], node=selection.nodename, limits=selection.limits,
             host_list=host_list)
 
@@ -543,7 +612,7 @@ class ComputeTaskManager:
         with contextlib.suppress(exception.NotFound):
             instance_mapping_obj.InstanceMapping.get_by_instance_uuid(context, uuid).destroy()
         with contextlib.suppress(exception.NotFound):
-            request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
+            request_spec_obj.RequestSpec(context, instance_uuid=uuid).destroy()
 
     def _set_error(self, context, instance, exc, method):
         """ERROR with a fault. The fault is written first (Nova writes it second), as the
@@ -566,11 +635,49 @@ class ComputeTaskManager:
         self.notifier.error(context, 'compute_task.build_instances', payload)
 
 
+def _legacy_security_groups(spec):
+    """The spec's security groups as the compute RPC takes them: each group's uuid, else its
+    name (Nova's ``SecurityGroup.identifier``), not the list object."""
+    return [group.uuid if 'uuid' in group else group.name for group in spec.security_groups]
+
+
 def _take_over_wait():
     """Seconds to leave an earlier run to finish what it started before taking it over:
     none for this delivery's own interrupted run, :data:`TAKE_OVER_AFTER_SECONDS` for
     another conductor's."""
     return 0 if again() == 'retry' else TAKE_OVER_AFTER_SECONDS
+
+
+#: The most instance uuids a refused message is searched for (the API's largest request).
+MAX_REFUSED_UUIDS = 1000
+
+
+def _uuids_in(build_requests, request_specs, raw=False):
+    """The distinct instance uuids named by the build requests and request specs of a
+    refused message, objects or (``raw``) their undecoded primitives; whatever is not a
+    uuid is skipped."""
+    uuids = []
+    for items in (build_requests, request_specs):
+        for item in items[:MAX_REFUSED_UUIDS] if isinstance(items, list) else ():
+            if raw:
+                data = item.get('minisched_object.data') if isinstance(item, dict) else None
+                value = data.get('instance_uuid') if isinstance(data, dict) else None
+            else:
+                value = (item.instance_uuid if hasattr(item, 'obj_attr_is_set') and
+                         item.obj_attr_is_set('instance_uuid') else None)
+            if (isinstance(value, str) and uuidutils.is_uuid_like(value)
+                    and value not in uuids):
+                uuids.append(value)
+    return uuids[:MAX_REFUSED_UUIDS]
+
+
+def _unless_transient(exc):
+    """Raise ``exc`` again when it is a database error that passes by itself: the task is
+    run again (``minisched.conductor.db_errors``), wherever in the build flow it came from,
+    rather than its builds failed."""
+    from minisched.conductor import db_errors  # which imports this module
+    if db_errors.is_transient(exc):
+        raise exc
 
 
 def _refusal(check, *args):

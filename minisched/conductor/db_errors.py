@@ -29,11 +29,15 @@ does not answer; and it runs again a build task whose handler one interrupted
 """
 import collections
 import logging
+import threading
+import time
 
 from oslo_db import exception as db_exc
+from oslo_utils import timeutils
 from sqlalchemy import exc as sa_exc
 
 from minisched.conductor import compute_task
+from minisched.db import engines
 from minisched import exception
 from minisched.objects import base as objects_base
 from minisched import utils
@@ -142,6 +146,26 @@ def _uuids_of(items, attr):
     return [str(getattr(item, attr, '?')) for item in items]
 
 
+#: ``deadline``: when the outermost build task running in this thread stops retrying (a
+#: task run inside another, as adopting orphans runs build_instances, shares its bound).
+_retrying = threading.local()
+
+
+def database_named(error):
+    """The database ``error`` came from, capitalized for a message ("The API database")."""
+    name = engines.database_of(error) or 'a database'
+    return name[0].upper() + name[1:]
+
+
+class _GaveUp(Exception):
+    """A build task run inside another gave up on the database (``failure``): the other
+    gives up too, without running again."""
+
+    def __init__(self, failure):
+        super().__init__(str(failure))
+        self.failure = failure
+
+
 class ComputeTaskManager(compute_task.ComputeTaskManager):
     """The ``compute_task`` endpoint, running a build task again after a transient error.
 
@@ -151,21 +175,27 @@ class ComputeTaskManager(compute_task.ComputeTaskManager):
     since RabbitMQ may deliver a message twice (build requests already taken are skipped,
     instances are created once, the cell mapping is taken conditionally), so running one
     again is a second delivery. It starts from a copy of the arguments as they arrived,
-    with backoff, for up to ``[DEFAULT] long_rpc_timeout``; after that the stuck-build
-    check (``minisched.conductor.stuck_builds``) ends what remains.
+    with backoff, for up to ``[conductor] db_retry_timeout_seconds`` from the start of the
+    task. A task run inside another (``build_instances`` for the instances an interrupted
+    delivery placed) retries within the same bound, and its transient errors are never its
+    builds' failure (``compute_task._unless_transient``). At the bound, the builds of each
+    task end in ERROR with a fault naming the database that stayed away, where it can be
+    written; the stuck-build check (``minisched.conductor.stuck_builds``) ends the others.
     """
 
     def schedule_and_build_instances(self, context, build_requests, request_specs, *args,
                                      **kwargs):
         uuids = _uuids_of(request_specs, 'instance_uuid')
-        return self._until_done(super().schedule_and_build_instances, uuids, context,
-                                build_requests, request_specs, *args, **kwargs)
+        return self._until_done(super().schedule_and_build_instances, self._bury_pending,
+                                uuids, context, build_requests, request_specs, *args,
+                                **kwargs)
 
     def build_instances(self, context, instances, *args, **kwargs):
-        return self._until_done(super().build_instances, _uuids_of(instances, 'uuid'), context,
-                                instances, *args, **kwargs)
+        return self._until_done(super().build_instances, self._fail_instances,
+                                _uuids_of(instances, 'uuid'), context, instances, *args,
+                                **kwargs)
 
-    def _until_done(self, handler, uuids, context, *args, **kwargs):
+    def _until_done(self, handler, give_up, uuids, context, *args, **kwargs):
         # Handlers change what they are given (instances get ids, retry counts grow): a run
         # after the first starts from the arguments as they arrived, kept as primitives. A
         # deep copy for every run cost each build a millisecond of the conductor's CPU; the
@@ -181,8 +211,44 @@ class ComputeTaskManager(compute_task.ComputeTaskManager):
             # What the failed run placed is this delivery's to finish (compute_task.again).
             with compute_task.run_again():
                 return handler(context, *run_args, **run_kwargs)
-        return utils.until_done(
-            run, is_transient, self.conf.long_rpc_timeout,
-            lambda exc, delay: 'Database unavailable while building %s (%s); running the '
-                               'task again in %d s.' % (', '.join(uuids), reason(exc), delay),
-            log=LOG)
+        outer = getattr(_retrying, 'deadline', None)
+        bound = self.conf.conductor.db_retry_timeout_seconds
+        deadline = outer if outer is not None else time.monotonic() + bound
+        _retrying.deadline = deadline
+        try:
+            return utils.until_done(
+                run, is_transient, max(0.0, deadline - time.monotonic()),
+                lambda exc, delay: 'Database unavailable while building %s (%s); running '
+                                   'the task again in %d s.' % (', '.join(uuids), reason(exc),
+                                                                delay),
+                log=LOG)
+        except _GaveUp as exc:  # a task run inside this one reached the common bound
+            failure = exc.failure
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            failure = exc
+        finally:
+            _retrying.deadline = outer
+        error = exception.DatabaseUnavailable(database=database_named(failure), seconds=bound,
+                                              reason=reason(failure))
+        LOG.error('Giving up building %s: %s', ', '.join(uuids), error.format_message())
+        run_args, run_kwargs = _SERIALIZER.deserialize_entity(context, pristine)
+        try:
+            give_up(context, error, *run_args, **run_kwargs)
+        except Exception as exc:  # the database that holds their records is away too
+            LOG.error('Could not record the failure of %s (%s); the stuck-build check will '
+                      'end them.', ', '.join(uuids), reason(exc))
+        if outer is not None:
+            raise _GaveUp(failure)  # the task this one runs in gives up too, at once
+
+    def _bury_pending(self, context, error, build_requests, request_specs, *args, **kwargs):
+        """ERROR in cell0, with ``error``, for the builds whose build request is left."""
+        pending, _gone = self._still_pending(context, build_requests, request_specs)
+        if pending:
+            self._bury_in_cell0(context, request_specs[0], error,
+                                [pair[0] for pair in pending], timeutils.utcnow())
+
+    def _fail_instances(self, context, error, instances, *args, **kwargs):
+        for instance in instances:
+            self._set_error(instance._context or context, instance, error, 'build_instances')

@@ -63,10 +63,14 @@ class ConductorAPI:
 class ComputeTaskAPI:
     """Client side of the conductor's ``compute_task`` namespace.
 
-    Version history (Nova's numbering):
+    Version history (Nova's numbering; the server is at Nova 34's 1.26):
         1.17 - schedule_and_build_instances with tags
         1.19 - build_instances with request_spec and host_lists
-        1.20 - migrate_server (not offered by minisched)
+        1.20 - 1.26: migrate_server with host_list, cache_images,
+               confirm/revert_snapshot_based_resize, rebuild_instance with
+               reimage_boot_volume and target_state, attach_volume: the server answers
+               each with NotSupported (minisched.conductor.unsupported); this client
+               sends none of them
     """
 
     def __init__(self, conf):

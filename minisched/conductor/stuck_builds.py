@@ -96,19 +96,16 @@ def finish_open_events(context, instance_uuid, message, event_host):
     if not actions:
         return
     action = next((a for a in actions if a.action == instance_action.CREATE), actions[0])
-    # Events are found by the request id of their action.
-    actx = copy.copy(context)
-    actx.request_id = action.request_id
     events = instance_action.InstanceActionEventList.get_by_action(context, action.id)
-    open_events = [(event.event, event.host) for event in events if event.finish_time is None]
+    open_events = [event for event in events if event.finish_time is None]
     if not open_events:
-        instance_action.InstanceActionEvent.event_start(actx, instance_uuid, EVENT,
-                                                        want_result=False, host=event_host)
-        open_events = [(EVENT, event_host)]
-    for name, host in open_events:
-        instance_action.InstanceActionEvent.event_finish_with_failure(
-            actx, instance_uuid, name, exc_val=message, exc_tb=None, want_result=False,
-            host=host)
+        # Events are started in the action of their request id.
+        actx = copy.copy(context)
+        actx.request_id = action.request_id
+        open_events = [instance_action.InstanceActionEvent.event_start(
+            actx, instance_uuid, EVENT, want_result=True, host=event_host)]
+    for event in open_events:
+        event.finish_with_failure(message, None)
 
 
 def _older_than(timestamp, seconds):
@@ -276,7 +273,7 @@ class StuckBuilds:
         except exception.BuildRequestNotFound:
             return
         try:
-            request_spec_obj.RequestSpec.destroy_by_instance_uuid(context, uuid)
+            request_spec_obj.RequestSpec(context, instance_uuid=uuid).destroy()
         except exception.RequestSpecNotFound:
             pass
 

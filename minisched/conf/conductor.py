@@ -8,6 +8,9 @@ access (compute) and drives the build flow.""")
 #: Default of ``stuck_build_timeout_seconds``: four times the default
 #: ``long_rpc_timeout`` (see the option's help for why).
 STUCK_BUILD_TIMEOUT = 7200
+#: Defaults of ``db_retry_timeout_seconds`` and ``cell_unreachable_wait_seconds``.
+DB_RETRY_TIMEOUT = 600
+CELL_UNREACHABLE_WAIT = 120
 
 OPTS = [
     cfg.IntOpt('workers', min=1, help="""
@@ -79,6 +82,46 @@ instance in ERROR, removes the guest and leaves the record alone.
 Related options: ``[DEFAULT] long_rpc_timeout``, ``[DEFAULT]
 instance_build_timeout``, ``[DEFAULT] max_concurrent_builds``, ``[DEFAULT]
 service_down_time``"""),
+    cfg.IntOpt('db_retry_timeout_seconds', default=DB_RETRY_TIMEOUT, min=0, help="""
+Seconds a build task keeps trying while a database it needs is unavailable.
+minisched's own option.
+
+A build task (``schedule_and_build_instances``, ``build_instances``) that
+meets a database error which passes by itself (connection refused or lost,
+deadlock, the server out of connections) runs again from the arguments it
+was given, with a backoff of 1, 2, 4... up to 60 seconds between tries.
+Every step of the task is treated alike, whether it is the first delivery
+of the message, a delivery repeated by RabbitMQ, the rebuild of instances an
+interrupted delivery placed, or a run again inside a run again: one bound
+covers them all, counted from the start of the task. A second outage during
+the retries of the first is retried the same way.
+
+When the bound is reached the builds still under way end in ERROR with a
+fault naming the database that stayed away ("The API database was
+unavailable for 600 seconds: ..."), where that fault can be written; where
+it cannot (the database holding the record is the one away) the stuck-build
+check (``stuck_build_timeout_seconds``) ends them later. 0: no retry, a
+database error ends the build at once.
+
+Related options: ``stuck_build_timeout_seconds``, ``[DEFAULT]
+long_rpc_timeout`` (the same bound for a compute's writes)"""),
+    cfg.IntOpt('cell_unreachable_wait_seconds', default=CELL_UNREACHABLE_WAIT, min=0,
+               help="""
+Seconds a build that found no host waits for cells whose database does not
+answer. minisched's own option.
+
+The scheduler leaves out the hosts of a cell whose database does not answer
+(they cannot be read). When no host fits a request while a cell is so
+unreachable, the scheduler says so and the conductor asks again every few
+seconds, up to this bound counted from the first answer: the build goes to
+the cell when its database is back, or anywhere that fits meanwhile. Past
+the bound the build ends in ERROR in cell0 with the fault "No valid host was
+found. Cell NAME unreachable since TIME", not "not enough hosts". While it
+waits, the build holds one of the conductor's
+``max_concurrent_schedule_and_build`` places. 0: no wait, NoValidHost at
+once (Nova's behaviour, with the cell named in the fault).
+
+Related options: ``max_concurrent_schedule_and_build``"""),
 ]
 
 

@@ -105,6 +105,30 @@ Possible values:
 
 * 1: oslo.messaging's own behaviour
 * Up to 5000 (the longest wait)"""),
+    cfg.StrOpt('wire_profile', default='minisched', choices=[
+        ('minisched', "minisched's own: exchange ``minisched``, durable topic queues and "
+                      "exchanges, ``minisched_object.*`` primitives, errors from "
+                      "``minisched.exception``"),
+        ('nova', "Nova's: exchange ``nova``, transient topic queues and exchanges (Nova's "
+                 "default), ``nova_object.*`` primitives, errors under the names of "
+                 "``nova.exception``, so that unmodified Nova code (SchedulerAPI, "
+                 "ComputeAPI, ComputeTaskAPI) can call minisched's services"),
+    ], help="""
+The dialect minisched's services and clients speak on the message bus.
+
+Every service and client of one deployment must use the same profile. The
+profile gives the defaults of ``[DEFAULT] control_exchange`` and
+``[oslo_messaging_rabbit] amqp_durable_queues``; a value set in a
+configuration file wins.
+
+Under ``nova`` the topic queues are transient, as Nova declares them: a
+RabbitMQ restart loses the casts they held (builds, instance updates), which
+minisched's profile keeps. Setting ``amqp_durable_queues = True`` both here
+and in every Nova client's ``nova.conf`` restores that, on a vhost where the
+``nova`` exchange and the topic queues were not yet declared otherwise.
+
+Related options: ``control_exchange``,
+``[oslo_messaging_rabbit] amqp_durable_queues``"""),
     cfg.StrOpt('concurrency_backend', default='auto', choices=[
         ('auto', "the command's own default: native threads for minisched-scheduler, "
                  "minisched-compute, minisched-conductor and minisched-cluster; eventlet "

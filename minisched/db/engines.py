@@ -18,6 +18,9 @@ Decisions:
   database (``minisched.cmd.common.check_database``), which waits and logs on its own.
 * ``dispose_all()`` drops every cached engine; in a forked child it leaves the parent's sockets
   open (only the pool bookkeeping is reset).
+* A connection error is marked with the database it concerns (``database_of(error)``): "the
+  API database", "the database of cell1" (``name_database``, called by ``target_cell``), so
+  that a build failed by an outage can say which database stayed away.
 """
 import logging
 import os
@@ -157,6 +160,7 @@ def engine_for_url(url, database=MAIN):
         cached = _engines.get(url)
         if cached is None:
             engine = oslo_engines.create_engine(url, **_engine_options(url, database))
+            _mark_errors(engine, url, database)
             if engine.dialect.name == 'sqlite':
                 _pool_sqlite_file(engine)
                 _harden_sqlite(engine)
@@ -164,6 +168,57 @@ def engine_for_url(url, database=MAIN):
                 trace_db.watch_engine(engine)
             cached = _engines[url] = (engine, os.getpid())
     return cached[0]
+
+
+#: url -> how messages name its database (``name_database``).
+_names = {}
+
+
+def name_database(url, name):
+    """Name the database of ``url`` in the errors of its connections (a cell's, say)."""
+    if _names.get(url) != name:
+        _names[url] = name
+
+
+def database_of(error):
+    """The name of the database ``error`` (or what it wraps) came from, or None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        name = getattr(error, 'minisched_database', None)
+        if name:
+            return name
+        error = (getattr(error, 'inner_exception', None) or getattr(error, 'orig', None)
+                 or error.__cause__)
+    return None
+
+
+def _mark_errors(engine, url, database):
+    """Mark the errors of ``engine``'s connections with the name of its database.
+
+    A failed connect is marked where the driver raises it (``do_connect``): oslo.db's error
+    filter re-raises the connect errors it does not recognise, which ends SQLAlchemy's
+    ``handle_error`` chain before a later listener; the errors of a live connection are
+    marked by ``handle_error``.
+    """
+    def mark(error):
+        try:
+            error.minisched_database = _names.get(url) or (
+                'the API database' if database == API else 'the cell database')
+        except AttributeError:  # an exception class without a __dict__
+            pass
+
+    @sa.event.listens_for(engine, 'do_connect')
+    def _connect(dialect, connection_record, cargs, cparams):
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except Exception as exc:
+            mark(exc)
+            raise
+
+    @sa.event.listens_for(engine, 'handle_error')
+    def _failed(context):
+        mark(context.original_exception)
 
 
 def startup_engine(url, database=MAIN):

@@ -24,6 +24,7 @@ written into it 0600, from their creation (``os.open`` with the mode: no moment 
 user could read them). An existing directory or file with looser permissions is tightened,
 with a one-line note.
 """
+import hashlib
 import json
 import os
 import re
@@ -33,7 +34,8 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
+
+from minisched.messaging.bus_check import pika_parameters
 
 #: (vcpus, memory_mb, local_gb) of the fake computes, cycled: mixed sizes.
 COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
@@ -44,6 +46,14 @@ SERVICES_FILE = 'cluster.json'
 VHOST_FILE = 'vhost.json'
 #: What to source for ``minisched-manage`` to reach the cluster.
 ENV_FILE = 'minisched.env'
+#: The operator's own configuration files (``*.conf``), read after the generated ones by
+#: every service and command of the cluster; ``up`` makes the directory and never writes
+#: into it (oslo.config's ``<project>.conf.d`` beside ``<project>.conf``).
+CONF_DIR = 'minisched.conf.d'
+#: SHA-256 of each file ``write_config`` wrote, to tell an operator's edit from its own.
+GENERATED_FILE = 'generated.json'
+#: Suffix of the copy ``up`` keeps of a generated file an operator edited.
+EDITED_SUFFIX = '.edited'
 #: Files that mark a directory as a cluster's state directory (which ``purge`` may remove).
 STATE_MARKERS = ('minisched.conf', SERVICES_FILE, VHOST_FILE)
 #: Where the cluster's own RabbitMQ nodes keep their data, under the state directory.
@@ -58,25 +68,6 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 #: The embedded databases' files (``[database]`` and ``[api_database]`` defaults).
 SQLITE_FILES = ('minisched.sqlite', 'minisched_api.sqlite')
-
-
-def pika_parameters(url, timeout=2.0):
-    """pika connection parameters for every host of a rabbit:// URL (``rabbit://u:p@h1:5672,
-    u:p@h2:5672/vhost``); a ``BlockingConnection`` given the list tries them in turn."""
-    import pika
-    scheme, _, rest = url.partition('://')
-    netlocs, slash, path = rest.partition('/')
-    params = []
-    for netloc in netlocs.split(','):
-        parsed = urllib.parse.urlsplit('%s://%s%s%s' % (scheme, netloc, slash, path))
-        credentials = pika.PlainCredentials(urllib.parse.unquote(parsed.username or 'guest'),
-                                            urllib.parse.unquote(parsed.password or 'guest'))
-        vhost = urllib.parse.unquote(parsed.path[1:]) if len(parsed.path) > 1 else '/'
-        params.append(pika.ConnectionParameters(
-            host=parsed.hostname or '127.0.0.1', port=parsed.port or 5672,
-            virtual_host=vhost, credentials=credentials, socket_timeout=timeout,
-            blocked_connection_timeout=timeout, connection_attempts=1, stack_timeout=timeout))
-    return params
 
 
 class StateDirError(Exception):
@@ -104,6 +95,7 @@ class LocalCluster:
         self.transport_url = transport_url
         self.out = out or sys.stdout
         self.config_file = os.path.join(self.state_dir, 'minisched.conf')
+        self.conf_dir = os.path.join(self.state_dir, CONF_DIR)
         self.procs = {}
         self.rabbit_nodes = rabbit_nodes
         self.rabbit = None  # the RabbitMQ cluster this command started, if any
@@ -151,7 +143,11 @@ class LocalCluster:
         the computes' sizes in ``[fake_driver] host_sizes`` (all services run in this
         process) and their log in ``services.log``, apart from this command's output."""
         self.make_state_dir()
+        os.makedirs(self.conf_dir, mode=PRIVATE_DIR_MODE, exist_ok=True)
+        self._generated = self._read_generated()
         lines = [
+            '# Written by minisched-cluster up, anew on every up: put lasting options in',
+            '# %s/*.conf (read after this file, by every service).' % CONF_DIR,
             '[DEFAULT]',
             'state_path = %s' % self.state_dir,
             'transport_url = %s' % ('fake://' if fake else self.transport_url),
@@ -173,16 +169,73 @@ class LocalCluster:
             lines += ['[placement]', 'enabled = true'] + [
                 '%s = %s' % item for item in placement.client_options(self.placement_server.url)]
         if fake:
-            lines.insert(1, 'log_file = %s' % os.path.join(self.state_dir, 'services.log'))
+            lines.insert(lines.index('[DEFAULT]') + 1,
+                         'log_file = %s' % os.path.join(self.state_dir, 'services.log'))
             sizes = ','.join('%s:%d/%d/%d' % (name, *size) for name, size in zip(
                 self.compute_names(), _cycle(COMPUTE_SIZES, self.computes)))
             lines += ['[fake_driver]', 'host_sizes = %s' % sizes]
-        self._write(self.config_file, lines)
+        self._write_generated(self.config_file, lines)
         for name, (vcpus, memory_mb, local_gb) in zip(self.compute_names(),
                                                       _cycle(COMPUTE_SIZES, self.computes)):
-            self._write(self.compute_config(name), [
+            self._write_generated(self.compute_config(name), [
                 '[DEFAULT]', 'host = %s' % name, '[fake_driver]', 'vcpus = %d' % vcpus,
                 'memory_mb = %d' % memory_mb, 'local_gb = %d' % local_gb])
+        with self.open_private(os.path.join(self.state_dir, GENERATED_FILE)) as handle:
+            json.dump(self._generated, handle, indent=1, sort_keys=True)
+        layered = self.operator_files()
+        if layered:
+            self.say('Layering %d file(s) of %s over the generated config: %s.' % (
+                len(layered), self.conf_dir, ', '.join(layered)))
+
+    def operator_files(self):
+        """The ``*.conf`` files of the operator's directory, in the order they are read."""
+        try:
+            return sorted(name for name in os.listdir(self.conf_dir) if name.endswith('.conf'))
+        except FileNotFoundError:
+            return []
+
+    def config_args(self, *extra_files):
+        """``--config-file`` the generated config (and ``extra_files``), then
+        ``--config-dir`` the operator's directory: its files win."""
+        args = ['--config-file', self.config_file]
+        for path in extra_files:
+            args += ['--config-file', path]
+        if os.path.isdir(self.conf_dir):
+            args += ['--config-dir', self.conf_dir]
+        return args
+
+    def _read_generated(self):
+        try:
+            with open(os.path.join(self.state_dir, GENERATED_FILE)) as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return {}
+
+    def _write_generated(self, path, lines):
+        """Write a generated file; one that changed since this command last wrote it (an
+        operator's edit) is kept as ``<file>.edited`` first, and the change is said."""
+        name = os.path.basename(path)
+        recorded = self._generated.get(name)
+        try:
+            with open(path, 'rb') as handle:
+                current = handle.read()
+        except FileNotFoundError:
+            current = None
+        text = '\n'.join(lines) + '\n'
+        if (current is not None and recorded is not None
+                and hashlib.sha256(current).hexdigest() != recorded):
+            kept = path + EDITED_SUFFIX
+            with self.open_private(kept, 'wb') as handle:
+                handle.write(current)
+            added = [line.strip() for line in current.decode('utf-8', 'replace').splitlines()
+                     if line.strip() and not line.startswith('#')
+                     and line.strip() not in lines]
+            self.say('Replaced %s, which was edited since the last up (%s); the edited copy '
+                     'is %s. Options that last go in %s/*.conf.' % (
+                         name, ', '.join(added[:4]) + (', ...' if len(added) > 4 else '')
+                         if added else 'lines removed', kept, self.conf_dir))
+        self._write(path, lines)
+        self._generated[name] = hashlib.sha256(text.encode('utf-8')).hexdigest()
 
     def compute_config(self, name):
         return os.path.join(self.state_dir, '%s.conf' % name)
@@ -193,21 +246,26 @@ class LocalCluster:
 
     def manage(self, *args, check=True):
         """Run ``minisched-manage`` against this cluster's config; returns its output."""
-        cmd = [sys.executable, '-m', 'minisched.cmd.manage', '--config-file', self.config_file]
+        cmd = [sys.executable, '-m', 'minisched.cmd.manage'] + self.config_args()
         result = subprocess.run(cmd + list(args), capture_output=True, text=True)
         if check and result.returncode != 0:
             raise RuntimeError('minisched-manage %s failed (%d): %s' % (
                 ' '.join(args), result.returncode, result.stderr.strip()[-2000:]))
         return result.stdout
 
-    def prepare_databases(self):
-        self.say('Syncing the API and cell databases and mapping cells...')
+    def sync_databases(self):
+        """Create (0600) and sync the API and cell databases."""
+        self.say('Syncing the API and cell databases...')
         # Created 0600 before SQLite opens them (its journals take the same mode): the API
         # database holds the cells' transport URLs, broker password included.
         for name in SQLITE_FILES:
             self.open_private(os.path.join(self.state_dir, name), 'a').close()
         self.manage('api_db', 'sync')
         self.manage('db', 'sync')
+
+    def map_cells(self):
+        """Map cell0 and cell1 (once ``records.align_cells`` pointed existing ones at this
+        run, so that the setup finds cell1 by its database)."""
         self.manage('cell', 'simple_cell_setup')
 
     # -- the state directory as a whole ------------------------------------------------------
@@ -357,10 +415,8 @@ class LocalCluster:
 
     def _spawn(self, name, binary, extra_config=None):
         log = self.open_private(os.path.join(self.state_dir, '%s.log' % name), 'ab')
-        cmd = [sys.executable, '-m', 'minisched.cmd.%s' % binary, '--config-file',
-               self.config_file]
-        if extra_config:
-            cmd += ['--config-file', extra_config]
+        cmd = [sys.executable, '-m', 'minisched.cmd.%s' % binary]
+        cmd += self.config_args(*([extra_config] if extra_config else []))
         self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
 

@@ -81,3 +81,43 @@ def retire_lost_instances():
                 inst.save()
                 count += 1
     return count
+
+
+#: The cell ``minisched-cluster`` maps its database to (``cell simple_cell_setup``'s name).
+CLUSTER_CELL = 'cell1'
+
+
+def align_cells(transport_url):
+    """Point the cluster's cells at what this run starts; ``[line]`` saying what changed.
+
+    The cell mappings live in the API database, which outlives a run: a cell named after
+    the vhost of an earlier run (deleted when it stopped), or after the databases of a state
+    directory since moved, would send every build where nobody listens. ``cell1`` gets this
+    run's ``transport_url`` and the local ``[database]``, cell0 the database beside it (URLs
+    compared once formatted: a template that comes out the same is kept). Cells an
+    operator added under other names are left alone (``status`` checks their buses).
+    """
+    from minisched.cmd import manage_cell
+    from minisched.db import engines
+    ctxt = context.get_admin_context()
+    lines = []
+    for cell in cell_mapping.CellMappingList.get_all(ctxt):
+        if cell.is_cell0():  # its transport URL is never used
+            mq, db = None, manage_cell._cell0_default_connection()
+        elif cell.name == CLUSTER_CELL:
+            mq, db = transport_url, engines.configured_url(engines.MAIN)
+        else:
+            continue
+        changed = []
+        if mq and cell.transport_url != mq and manage_cell._mq_url_of(cell) != mq:
+            changed.append('transport URL %s (was %s)' % (
+                cell_mapping.mask_url(mq), cell_mapping.mask_url(cell.transport_url)))
+            cell.transport_url = mq
+        if manage_cell._db_url_of(cell) != db:
+            changed.append('database %s (was %s)' % (
+                cell_mapping.mask_url(db), cell_mapping.mask_url(cell.database_connection)))
+            cell.database_connection = db
+        if changed:
+            cell.save()
+            lines.append('Pointed %s at this run: %s.' % (cell.name, '; '.join(changed)))
+    return lines

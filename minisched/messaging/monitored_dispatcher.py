@@ -19,6 +19,7 @@ from minisched.messaging import incoming_log
 from minisched.messaging import large_messages
 from minisched.messaging import trace
 
+LOG = logging.getLogger(__name__)
 
 #: Deepest nesting of lists and dicts accepted in a message's arguments. minisched's own
 #: messages stay under 20 levels; decoding goes one Python stack frame per level or more.
@@ -71,6 +72,7 @@ class _Malformed(Exception):
         self.kind = kind
         self.reason = reason
         self.error = error
+        self.endpoint = None  # the endpoint that has the method, once known
 
 
 class _Parameters:
@@ -156,9 +158,12 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
     ExpectedException, which oslo.messaging does not log again).
     """
 
-    def __init__(self, endpoints, serializer, access_policy=None, topic=None):
+    def __init__(self, endpoints, serializer, access_policy=None, topic=None, outgoing=None):
         super().__init__(endpoints, serializer, access_policy)
         self.topic = topic
+        #: What the wire profile sends back for an error's exc_info
+        #: (:meth:`minisched.messaging.wire.Profile.outgoing`).
+        self._outgoing = outgoing
         self._parameters = {}  # (endpoint class, method name) -> _Parameters
 
     def dispatch(self, incoming):
@@ -174,7 +179,14 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
             else:
                 return self._invoke(incoming, endpoint, method, ctxt, kwargs)
             # Reported outside the except block: oslo.log would append the exception.
+            self._clean_up(incoming, malformed)
             self._refuse(incoming, malformed)
+        except messaging.ExpectedException as exc:
+            if handling is not None:
+                handling.failed = True
+            if self._outgoing is not None:
+                exc.exc_info = self._outgoing(exc.exc_info)
+            raise
         except BaseException:
             if handling is not None:
                 handling.failed = True
@@ -210,6 +222,13 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
             reason = 'args is a %s, not an object' % type(args).__name__
             raise _Malformed('malformed', reason, exception.Invalid(reason=reason))
         endpoint = self._endpoint(method, namespace, version)
+        try:
+            return self._decode(incoming, endpoint, method, args)
+        except _Malformed as exc:
+            exc.endpoint = endpoint
+            raise
+
+    def _decode(self, incoming, endpoint, method, args):
         if _nesting_deeper_than(args, MAX_ARGUMENT_DEPTH):
             reason = 'arguments nested deeper than %d levels' % MAX_ARGUMENT_DEPTH
             raise _Malformed('bad arguments', reason,
@@ -220,6 +239,8 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
             reason = 'request context does not load: %s: %s' % (type(exc).__name__,
                                                                 exception.first_line(exc))
             raise _Malformed('bad context', reason, exception.Invalid(reason=reason)) from None
+        if getattr(getattr(endpoint, method, None), 'undecoded', False):
+            return endpoint, method, ctxt, dict(args)  # a method that takes them as they came
         kwargs = {}
         _decoding.active = True
         try:
@@ -282,6 +303,21 @@ class MonitoredDispatcher(dispatcher.RPCDispatcher):
         if parameters is None:
             parameters = self._parameters[key] = _Parameters(getattr(endpoint, method))
         return parameters
+
+    @staticmethod
+    def _clean_up(incoming, malformed):
+        """Let the endpoint undo what was written for a message it will never run (the
+        build request the API wrote before its cast): its ``_clean_up_refused(method, args,
+        reason)``, ``args`` as they arrived, undecoded (private: no message can call it)."""
+        refused = getattr(malformed.endpoint, '_clean_up_refused', None)
+        if refused is None:
+            return
+        method = incoming.message.get('method')
+        try:
+            refused(method, incoming.message.get('args'), malformed.reason)
+        except Exception:
+            LOG.exception('Could not clean up after the refused %s (request %s)', method,
+                          incoming_log._short(str(_request_id(incoming))))
 
     def _refuse(self, incoming, malformed):
         """Report ``malformed`` (rate-limited) and raise what the caller gets back."""

@@ -122,10 +122,17 @@ class MinischedObject(ovo_base.VersionedObject):
         self._context = context
         self.VERSION = objver
         values = self.__dict__
-        for name, field in cls.fields.items():
-            if name in data:
-                values['_obj_' + name] = field.coerce(
-                    self, name, field.from_primitive(self, name, data[name]))
+        name = None
+        try:
+            for name, field in cls.fields.items():
+                if name in data:
+                    values['_obj_' + name] = field.coerce(
+                        self, name, field.from_primitive(self, name, data[name]))
+        except (ValueError, TypeError) as exc:
+            # The same kind of error, naming the field (the library's names none).
+            kind = ValueError if isinstance(exc, ValueError) else TypeError
+            raise kind('%s.%s: %s' % (cls.obj_name(), name,
+                                      exception.first_line(exc))) from exc
         self._changed_fields = {x for x in changes if x in cls.fields}
         return self
 
@@ -140,9 +147,11 @@ class PlainRowMixin:
 
     @staticmethod
     def _from_db_object(context, obj, db_row):
-        """Set every field from the row dict, attach ``context``, start with no changes."""
+        """Set every field from the row dict, attach ``context``, start with no changes. A
+        hard-deleted table has no ``deleted`` column: its live rows read as not deleted."""
         for name in obj.fields:
-            setattr(obj, name, db_row.get(name))
+            value = db_row.get(name)
+            setattr(obj, name, bool(value) if name == 'deleted' else value)
         obj._context = context
         obj.obj_reset_changes()
         return obj

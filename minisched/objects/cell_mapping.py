@@ -150,3 +150,9 @@ class CellMappingList(base.ObjectListBase, base.MinischedObject):
     def get_all(cls, context):
         return base.obj_make_list(context, cls(context), CellMapping,
                                   api_db.cell_mapping_get_all(context))
+
+    @base.remotable_classmethod
+    def get_by_disabled(cls, context, disabled):
+        """The disabled cells (``disabled`` True) or the enabled ones, in id order."""
+        return base.obj_make_list(context, cls(context), CellMapping,
+                                  api_db.cell_mapping_get_all(context, disabled=disabled))

@@ -140,9 +140,27 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
                                                                                 compute_uuid))
 
     @base.remotable_classmethod
+    def get_by_service_id(cls, context, service_id):
+        """The first node of service ``service_id`` (``ServiceNotFound`` if it has none)."""
+        return cls._from_db_object(context, cls(),
+                                   db.compute_nodes_get_by_service_id(context, service_id)[0])
+
+    @base.remotable_classmethod
     def get_by_host_and_nodename(cls, context, host, nodename):
         return cls._from_db_object(context, cls(), db.compute_node_get_by_host_and_nodename(
             context, host, nodename))
+
+    @base.remotable_classmethod
+    def get_by_nodename(cls, context, hypervisor_hostname):
+        """The node named ``hypervisor_hostname`` (``ComputeHostNotFound`` if none)."""
+        return cls._from_db_object(context, cls(), db.compute_node_get_by_nodename(
+            context, hypervisor_hostname))
+
+    @base.remotable_classmethod
+    def get_first_node_by_host_for_old_compat(cls, context, host, use_slave=False):
+        """The first node of ``host`` (a host with several nodes has more: Nova's old
+        one-node-per-host callers)."""
+        return ComputeNodeList.get_all_by_host(context, host, use_slave)[0]
 
     @base.remotable
     def create(self):
@@ -171,9 +189,14 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class ComputeNodeList(base.ObjectListBase, base.MinischedObject):
-    """Nova's 1.17, plus minisched's 1.18: ``get_all_changed_since`` (incremental refresh)."""
+    """Version 1.16 added ``get_all_by_uuids``, 1.17 ``get_all_by_not_mapped`` (Nova's).
 
-    VERSION = '1.18'
+    ``use_slave`` is accepted as Nova's callers send it; minisched reads the primary
+    database whatever its value (it has no replica reader), as Nova does when
+    ``[database] slave_connection`` is unset.
+    """
+
+    VERSION = '1.17'
 
     fields = {'objects': fields.ListOfObjectsField('ComputeNode')}
 
@@ -195,15 +218,41 @@ class ComputeNodeList(base.ObjectListBase, base.MinischedObject):
                                                                          mapped_less_than))
 
     @base.remotable_classmethod
-    def get_all_by_host(cls, context, host):
-        return cls._make(context, db.compute_node_get_all_by_host(context, host))
-
-    @base.remotable_classmethod
-    def get_all_changed_since(cls, context, since):
-        """Nodes created, updated or deleted at or after ``since`` (deleted ones included)."""
-        return cls._make(context, db.compute_node_get_all_changed_since(context, since))
+    def get_by_pagination(cls, context, limit=None, marker=None):
+        """``limit`` nodes in id order after the node of id ``marker``."""
+        return cls._make(context, db.compute_node_get_all_by_pagination(
+            context, limit=limit, marker=marker))
 
     @base.remotable_classmethod
     def get_by_hypervisor(cls, context, hypervisor_match):
         return cls._make(context, [row for row in db.compute_node_get_all(context)
                                    if hypervisor_match in (row['hypervisor_hostname'] or '')])
+
+    @base.remotable_classmethod
+    def _get_by_service(cls, context, service_id, use_slave=False):
+        """The nodes of service ``service_id``; none rather than ``ServiceNotFound``."""
+        try:
+            rows = db.compute_nodes_get_by_service_id(context, service_id)
+        except exception.ServiceNotFound:
+            rows = []
+        return cls._make(context, rows)
+
+    @base.remotable_classmethod
+    def get_all_by_host(cls, context, host, use_slave=False):
+        """The nodes of ``host`` (``ComputeHostNotFound`` if it has none)."""
+        return cls._make(context, db.compute_node_get_all_by_host(context, host))
+
+    @classmethod
+    def get_by_hypervisor_type(cls, context, hv_type):
+        """The nodes whose hypervisor type is ``hv_type`` (Nova's; not remotable)."""
+        return cls._make(context, db.compute_node_get_all_by_hypervisor_type(context,
+                                                                              hv_type))
+
+    @classmethod
+    def get_all_changed_since(cls, context, since):
+        """Nodes created, updated or deleted at or after ``since`` (deleted ones included).
+
+        Not remotable: Nova has no such method, and only processes with database access (the
+        scheduler, the conductor) read changes.
+        """
+        return cls._make(context, db.compute_node_get_all_changed_since(context, since))

@@ -35,6 +35,18 @@ class HostMapping(base.MinischedTimestampObject, base.MinischedObject):
         self._from_db_object(self._context, self, db_mapping)
 
     @base.remotable
+    def save(self):
+        """Write the changed ``host`` and ``cell_mapping`` (moving a host to another cell)."""
+        changes = self.obj_get_changes()
+        changes.pop('id', None)
+        cell = changes.pop('cell_mapping', None)
+        if cell is not None:
+            changes['cell_id'] = cell.id
+        db_mapping = api_db.host_mapping_update(self._context, self.id, changes,
+                                                host=self.host)
+        self._from_db_object(self._context, self, db_mapping)
+
+    @base.remotable
     def destroy(self):
         api_db.host_mapping_destroy(self._context, self.host)
 

@@ -10,8 +10,10 @@ db = lazy.module('minisched.db.main.api')
 
 
 @base.MinischedObjectRegistry.register
-class InstanceFault(base.PlainRowMixin, base.MinischedTimestampObject,
-                   base.MinischedObject):
+class InstanceFault(base.PlainRowMixin, base.MinischedPersistentObject,
+                    base.MinischedObject):
+    """Faults are kept until their instance is archived: ``deleted`` stays False."""
+
     VERSION = '1.2'
 
     fields = {
@@ -22,6 +24,14 @@ class InstanceFault(base.PlainRowMixin, base.MinischedTimestampObject,
         'details': fields.StringField(nullable=True),
         'host': fields.StringField(nullable=True),
     }
+
+    @base.remotable_classmethod
+    def get_latest_for_instance(cls, context, instance_uuid):
+        """The instance's newest fault, or None."""
+        rows = db.instance_fault_get_by_instance_uuids(context, [instance_uuid])
+        if rows[instance_uuid]:
+            return cls._from_db_object(context, cls(), rows[instance_uuid][0])
+        return None
 
     @base.remotable
     def create(self):
@@ -54,4 +64,11 @@ class InstanceFaultList(base.ObjectListBase, base.MinischedObject):
     def get_by_instance_uuids(cls, context, instance_uuids):
         faults = db.instance_fault_get_by_instance_uuids(context, instance_uuids)
         rows = [fault for uuid in instance_uuids for fault in faults.get(uuid, [])]
+        return base.obj_make_list(context, cls(context), InstanceFault, rows)
+
+    @base.remotable_classmethod
+    def get_latest_by_instance_uuids(cls, context, instance_uuids):
+        """The newest fault of each of the instances that have one."""
+        faults = db.instance_fault_get_by_instance_uuids(context, instance_uuids)
+        rows = [faults[uuid][0] for uuid in dict.fromkeys(instance_uuids) if faults.get(uuid)]
         return base.obj_make_list(context, cls(context), InstanceFault, rows)

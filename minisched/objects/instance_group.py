@@ -13,8 +13,12 @@ POLICIES = ('affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity')
 
 
 @base.MinischedObjectRegistry.register
-class InstanceGroup(base.MinischedTimestampObject, base.MinischedObject):
-    """A server group. ``hosts`` is filled by the conductor for scheduling, not stored."""
+class InstanceGroup(base.MinischedPersistentObject, base.MinischedObject):
+    """A server group. ``hosts`` is filled by the conductor for scheduling, not stored.
+
+    Groups live in the API database, whose rows are hard-deleted: ``deleted`` is always
+    False and ``deleted_at`` None, as Nova fills them for its API database groups.
+    """
 
     VERSION = '1.11'
 
@@ -56,6 +60,8 @@ class InstanceGroup(base.MinischedTimestampObject, base.MinischedObject):
         for name in ('id', 'user_id', 'project_id', 'uuid', 'name', 'policy',
                      'created_at', 'updated_at'):
             setattr(group, name, db_group.get(name))
+        group.deleted = False
+        group.deleted_at = None
         group.members = list(db_group.get('members') or [])
         rules = db_group.get('rules')
         group._rules = {k: str(v) for k, v in (jsonutils.loads(rules) if rules else {}).items()}
@@ -72,6 +78,46 @@ class InstanceGroup(base.MinischedTimestampObject, base.MinischedObject):
     def get_by_instance_uuid(cls, context, instance_uuid):
         return cls._from_db_object(context, cls(),
                                    api_db.instance_group_get_by_instance(context, instance_uuid))
+
+    @base.remotable_classmethod
+    def get_by_name(cls, context, name):
+        """The group of that name in the context's project."""
+        return cls._from_db_object(context, cls(),
+                                   api_db.instance_group_get_by_name(context, name))
+
+    @base.remotable
+    def refresh(self):
+        """Set the fields this group has to what the database holds now."""
+        current = self.__class__.get_by_uuid(self._context, self.uuid)
+        for name in self.fields:
+            if self.obj_attr_is_set(name) and getattr(self, name) != getattr(current, name):
+                setattr(self, name, getattr(current, name))
+        self.obj_reset_changes()
+
+    @base.remotable
+    def save(self):
+        """Write the changed name, user, project and new members. As Nova's, ``hosts`` (never
+        stored) and the policy (no API changes it) cannot be saved; members are only added."""
+        updates = self.obj_get_changes()
+        for name in ('hosts', 'policies', 'policy', '_rules'):
+            if name in updates:
+                raise exception.ObjectActionError(
+                    action='save', reason='%s of a server group cannot be saved' % name)
+        members = updates.pop('members', None)
+        updates.pop('id', None)
+        updates.pop('uuid', None)
+        for name in ('created_at', 'updated_at', 'deleted', 'deleted_at'):
+            updates.pop(name, None)
+        if members is not None:
+            api_db.instance_group_members_add(self._context, self.uuid, members)
+        db_group = (api_db.instance_group_update(self._context, self.uuid, updates) if updates
+                    else api_db.instance_group_get(self._context, self.uuid))
+        self._from_db_object(self._context, self, db_group)
+
+    @base.remotable
+    def count_members_by_user(self, user_id):
+        """How many of the group's live members belong to ``user_id``, in every cell."""
+        return len(self._live_members({'user_id': user_id}))
 
     @base.remotable
     def create(self):
@@ -100,22 +146,26 @@ class InstanceGroup(base.MinischedTimestampObject, base.MinischedObject):
     @base.remotable
     def get_hosts(self, exclude=None):
         """Hosts of the group's live members, looked up in every cell (cell0 has none)."""
+        instances = self._live_members({}, exclude)
+        return sorted({inst.host for inst in instances if inst.host})
+
+    def _live_members(self, filters, exclude=None):
+        """The group's live member instances matching ``filters``, read in every cell (the
+        cell list is admin-only; the members are still read with the caller's context)."""
         from minisched import context as ms_context
         from minisched.objects import cell_mapping
         from minisched.objects import instance as instance_obj
         uuids = list(set(self.members) - set(exclude or []))
         if not uuids:
             return []
-        # The cell list is admin-only; the members are still read with the caller's context.
         cells = [c for c in cell_mapping.CellMappingList.get_all(self._context.elevated())
                  if not c.is_cell0()] or [None]
-        hosts = set()
+        found = []
         for cell in cells:
             with ms_context.target_cell(self._context, cell) as cctxt:
-                instances = instance_obj.InstanceList.get_by_filters(
-                    cctxt, filters={'uuid': uuids, 'deleted': False})
-            hosts.update(inst.host for inst in instances if inst.host)
-        return sorted(hosts)
+                found.extend(instance_obj.InstanceList.get_by_filters(
+                    cctxt, filters=dict(filters, uuid=uuids, deleted=False)))
+        return found
 
 
 @base.MinischedObjectRegistry.register
@@ -124,7 +174,26 @@ class InstanceGroupList(base.ObjectListBase, base.MinischedObject):
 
     fields = {'objects': fields.ListOfObjectsField('InstanceGroup')}
 
+    @classmethod
+    def _make(cls, context, rows):
+        return base.obj_make_list(context, cls(context), InstanceGroup, rows)
+
     @base.remotable_classmethod
-    def get_all(cls, context, project_id=None):
-        return base.obj_make_list(context, cls(context), InstanceGroup,
-                                  api_db.instance_group_get_all(context, project_id=project_id))
+    def get_all(cls, context):
+        """Every group the context may see (a user's context: its project's)."""
+        return cls._make(context, api_db.instance_group_get_all(context))
+
+    @base.remotable_classmethod
+    def get_by_project_id(cls, context, project_id):
+        return cls._make(context, api_db.instance_group_get_all(context, project_id=project_id))
+
+    @base.remotable_classmethod
+    def get_counts(cls, context, project_id, user_id=None):
+        """``{'project': {'server_groups': n}}`` (and ``'user'`` with ``user_id``): the quota
+        usage of server groups, as Nova counts it."""
+        groups = api_db.instance_group_get_all(context, project_id=project_id)
+        counts = {'project': {'server_groups': len(groups)}}
+        if user_id:
+            counts['user'] = {'server_groups': sum(1 for g in groups
+                                                   if g['user_id'] == user_id)}
+        return counts

@@ -1,4 +1,5 @@
 """Instance mappings: which cell holds an instance (API database)."""
+from minisched import exception
 from minisched.db import lazy
 from minisched.objects import base
 from minisched.objects import cell_mapping
@@ -9,7 +10,11 @@ api_db = lazy.module('minisched.db.api.api')
 
 @base.MinischedObjectRegistry.register
 class InstanceMapping(base.MinischedTimestampObject, base.MinischedObject):
-    """``cell_mapping`` is None until the conductor has placed the instance in a cell."""
+    """``cell_mapping`` is None until the conductor has placed the instance in a cell.
+
+    ``user_id`` is not nullable, as Nova's: a mapping written without one (by a tool that
+    did not know the user) reads back with it unset, and reading it then is an error.
+    """
 
     VERSION = '1.2'
 
@@ -18,7 +23,7 @@ class InstanceMapping(base.MinischedTimestampObject, base.MinischedObject):
         'instance_uuid': fields.UUIDField(),
         'cell_mapping': fields.ObjectField('CellMapping', nullable=True),
         'project_id': fields.StringField(),
-        'user_id': fields.StringField(nullable=True),
+        'user_id': fields.StringField(),
         'queued_for_delete': fields.BooleanField(default=False),
     }
 
@@ -26,7 +31,8 @@ class InstanceMapping(base.MinischedTimestampObject, base.MinischedObject):
     def _from_db_object(context, mapping, db_mapping):
         for name in ('id', 'instance_uuid', 'project_id', 'user_id', 'created_at',
                      'updated_at'):
-            setattr(mapping, name, db_mapping.get(name))
+            if name != 'user_id' or db_mapping.get(name) is not None:
+                setattr(mapping, name, db_mapping.get(name))
         mapping.queued_for_delete = bool(db_mapping.get('queued_for_delete'))
         cell = db_mapping.get('cell_mapping')
         mapping.cell_mapping = (cell_mapping.CellMapping._from_db_object(
@@ -34,6 +40,10 @@ class InstanceMapping(base.MinischedTimestampObject, base.MinischedObject):
         mapping._context = context
         mapping.obj_reset_changes()
         return mapping
+
+    def obj_load_attr(self, attrname):
+        raise exception.ObjectActionError(
+            action='obj_load_attr', reason='attribute %s is not lazy-loadable' % attrname)
 
     def _db_values(self, updates):
         if 'cell_mapping' in updates:

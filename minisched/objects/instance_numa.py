@@ -13,12 +13,14 @@ from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 from oslo_versionedobjects import base as ovo_base
 
+from minisched.db import lazy
 from minisched import exception
 from minisched.objects import base
 from minisched.objects import fields
 from minisched.virt import hardware
 
 LOG = logging.getLogger(__name__)
+db = lazy.module('minisched.db.main.api')
 
 _PINNED_POLICIES = (fields.CPUAllocationPolicy.DEDICATED, fields.CPUAllocationPolicy.MIXED)
 
@@ -177,6 +179,23 @@ class InstanceNUMATopology(ovo_base.VersionedObjectDictCompat, base.MinischedObj
                              pcpuset=set(), memory=cell.get('mem', {}).get('total', 0),
                              pagesize=cell.get('pagesize'))
             for cell in primitive.get('cells', [])])
+
+    @base.remotable
+    def create(self):
+        """Store the topology as its instance's (the instance row must exist)."""
+        db.instance_update(self._context, self.instance_uuid,
+                           {'numa_topology': self._to_json()})
+        self.obj_reset_changes()
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, instance_uuid):
+        """The stored topology of the instance, None when it has none;
+        NumaTopologyNotFound when there is no such instance."""
+        try:
+            raw = db.instance_get_by_uuid(context, instance_uuid)['numa_topology']
+        except exception.InstanceNotFound:
+            raise exception.NumaTopologyNotFound(instance_uuid=instance_uuid)
+        return None if raw is None else cls.obj_from_db_obj(context, instance_uuid, raw)
 
     @property
     def cpu_policy(self):

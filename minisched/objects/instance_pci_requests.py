@@ -1,13 +1,18 @@
 """What PCI devices an instance asked for: the requests a flavor's PCI aliases became.
 
-An instance keeps its requests as the JSON list ``InstancePCIRequests.to_json()`` writes
-(Nova keeps that text in ``instance_extra.pci_requests``); ``obj_from_db`` reads it back.
+An instance row keeps its requests as the JSON of their primitive; Nova keeps the list
+``InstancePCIRequests.to_json()`` writes in ``instance_extra.pci_requests``, which
+``obj_from_db`` reads back.
 """
 from oslo_serialization import jsonutils
 from oslo_utils import versionutils
 
+from minisched.db import lazy
+from minisched import exception
 from minisched.objects import base
 from minisched.objects import fields
+
+db = lazy.module('minisched.db.main.api')
 
 __all__ = ['InstancePCIRequest', 'InstancePCIRequests']
 
@@ -92,6 +97,19 @@ class InstancePCIRequests(base.MinischedObject):
             self.requests.append(request)
         self.obj_reset_changes()
         return self
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, instance_uuid):
+        """The stored requests of the instance: none (an empty list) when it has none or
+        does not exist, as in Nova."""
+        try:
+            raw = db.instance_get_by_uuid(context, instance_uuid)['pci_requests']
+        except exception.InstanceNotFound:
+            raw = None
+        stored = jsonutils.loads(raw) if raw else None
+        if isinstance(stored, dict):  # an instance row's: the object's primitive
+            return cls.obj_from_primitive(stored, context=context)
+        return cls.obj_from_db(context, instance_uuid, raw)
 
     def to_json(self):
         """The stored form: a JSON list with one dict per request."""

@@ -7,8 +7,10 @@ PF. ``parent_device``/``child_devices`` are plain attributes the compute links u
 would be circular as fields), so they are lost by copies and serialization.
 
 Unlike Nova, minisched has no ``pci_devices`` table: the compute rebuilds its devices from
-the hypervisor and the instances' stored ``PciDeviceList`` (see the 0003 migration), so the
-database methods of Nova's objects (``save``, ``get_by_*``) are not here.
+the hypervisor and the instances' stored ``PciDeviceList`` (see the 0003 migration). Of the
+remotable database methods of Nova's objects, ``PciDeviceList.get_by_instance_uuid`` reads
+the instance's devices; the others (``save``, ``get_by_*`` of a node's devices) answer
+ObjectMethodNotSupported.
 """
 import copy
 import logging
@@ -17,16 +19,26 @@ from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 from oslo_utils import versionutils
 
+from minisched.db import lazy
 from minisched import exception
 from minisched.objects import base
 from minisched.objects import fields
 
 LOG = logging.getLogger(__name__)
+db = lazy.module('minisched.db.main.api')
 
 __all__ = ['PciDevice', 'PciDeviceList', 'compare_pci_device_attributes']
 
 _STATUS = fields.PciDeviceStatus
 _TYPE = fields.PciDeviceType
+
+_NO_TABLE = ("minisched keeps no pci_devices table: a compute node's devices live in its "
+             'resource tracker')
+
+
+def _unsupported(objname, method):
+    raise exception.ObjectMethodNotSupported(objname=objname, method=method, reason=_NO_TABLE)
+
 
 #: Extra-info keys that mirror device_spec tags: dropped when the tag disappears.
 _SPEC_TAGS_IN_EXTRA_INFO = ('managed', 'live_migratable')
@@ -147,6 +159,18 @@ class PciDevice(base.MinischedPersistentObject, base.MinischedObject):
         device.uuid = uuidutils.generate_uuid()
         device._context = context
         return device
+
+    @base.remotable_classmethod
+    def get_by_dev_addr(cls, context, compute_node_id, dev_addr):
+        _unsupported('PciDevice', 'get_by_dev_addr')
+
+    @base.remotable_classmethod
+    def get_by_dev_id(cls, context, id):
+        _unsupported('PciDevice', 'get_by_dev_id')
+
+    @base.remotable
+    def save(self):
+        _unsupported('PciDevice', 'save')
 
     def update_device(self, dev_dict):
         """Take the hypervisor's new description of this device.
@@ -346,8 +370,7 @@ class PciDevice(base.MinischedPersistentObject, base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class PciDeviceList(base.ObjectListBase, base.MinischedObject):
-    """Version history (Nova's): 1.1-1.2 newer PciDevice, 1.3 ``get_by_parent_address``
-    (a database query minisched does not have)."""
+    """Version history (Nova's): 1.1-1.2 newer PciDevice, 1.3 ``get_by_parent_address``."""
 
     VERSION = '1.3'
 
@@ -361,3 +384,22 @@ class PciDeviceList(base.ObjectListBase, base.MinischedObject):
 
     def __repr__(self):
         return 'PciDeviceList(objects=%s)' % [repr(obj) for obj in self.objects]
+
+    @base.remotable_classmethod
+    def get_by_compute_node(cls, context, node_id):
+        _unsupported('PciDeviceList', 'get_by_compute_node')
+
+    @base.remotable_classmethod
+    def get_by_instance_uuid(cls, context, uuid):
+        """The devices allocated to the instance (none when it does not exist)."""
+        try:
+            raw = db.instance_get_by_uuid(context, uuid)['pci_devices']
+        except exception.InstanceNotFound:
+            raw = None
+        if not raw:
+            return cls(context, objects=[])
+        return cls.obj_from_primitive(jsonutils.loads(raw), context=context)
+
+    @base.remotable_classmethod
+    def get_by_parent_address(cls, context, node_id, parent_addr):
+        _unsupported('PciDeviceList', 'get_by_parent_address')

@@ -1,7 +1,9 @@
 """What a build asks of the scheduler: flavor, image, placement hints, group and retries."""
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 
 from minisched.db import lazy
+from minisched import exception
 from minisched import objects
 from minisched.objects import base
 from minisched.objects import compute_node as compute_node_obj
@@ -66,24 +68,137 @@ class SchedulerRetries(base.MinischedObject):
 
 @base.MinischedObjectRegistry.register
 class Destination(base.MinischedObject):
-    """A requested destination: a host, optionally a node, optionally a cell."""
+    """A requested destination: a host, optionally a node, optionally a cell.
 
-    VERSION = '1.2'
+    1.1 ``cell``; 1.2 ``aggregates``; 1.3 ``allow_cross_cell_move``; 1.4
+    ``forbidden_aggregates``.
+    """
+
+    VERSION = '1.4'
 
     fields = {
         'host': fields.StringField(),
         'node': fields.StringField(nullable=True),
         'cell': fields.ObjectField('CellMapping', nullable=True),
+        # Sets of aggregate uuids: the host must be in at least one of each set.
         'aggregates': fields.ListOfStringsField(nullable=True, default=None),
+        # With a cell: may the request leave it (a cross-cell move)? Else only that cell.
+        'allow_cross_cell_move': fields.BooleanField(default=False),
+        # Aggregates the host must be in none of (Nova's isolate_aggregates filter).
+        'forbidden_aggregates': fields.SetOfStringsField(nullable=True, default=None),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {(1, 4): ('forbidden_aggregates',),
+                                                (1, 3): ('allow_cross_cell_move',),
+                                                (1, 2): ('aggregates',),
+                                                (1, 1): ('cell',)})
+
+    def obj_load_attr(self, attrname):
+        self.obj_set_defaults(attrname)
+
+    def require_aggregates(self, aggregates):
+        """Require the host in one of ``aggregates`` (AND'd with the sets given before)."""
+        if self.aggregates is None:
+            self.aggregates = []
+        self.aggregates.append(','.join(aggregates))
+
+    def append_forbidden_aggregates(self, forbidden_aggregates):
+        if self.forbidden_aggregates is None:
+            self.forbidden_aggregates = set()
+        self.forbidden_aggregates |= forbidden_aggregates
+
+
+@base.MinischedObjectRegistry.register
+class RequestGroup(base.MinischedObject):
+    """A group of resources and traits to be found on one provider (or spread over the
+    tree when ``use_same_provider`` is false): the unit of Nova's placement query.
+
+    minisched asks no placement service: the groups a Nova client sends (a port's bandwidth,
+    a flavor's ``resourcesN``) are carried as they come. Defaults are set at creation.
+    1.1 ``requester_id`` and ``provider_uuids``; 1.2 ``in_tree``; 1.3 ``forbidden_aggregates``.
+    """
+
+    VERSION = '1.3'
+
+    fields = {
+        'use_same_provider': fields.BooleanField(default=True),
+        'resources': fields.DictOfIntegersField(default={}),
+        'required_traits': fields.SetOfStringsField(default=set()),
+        'forbidden_traits': fields.SetOfStringsField(default=set()),
+        # [[agg1], [agg2, agg3]]: in agg1, and in agg2 or agg3.
+        'aggregates': fields.ListOfListsOfStringsField(default=[]),
+        'forbidden_aggregates': fields.SetOfStringsField(default=set()),
+        # Who asked (a port uuid, a group suffix): not always a uuid.
+        'requester_id': fields.StringField(nullable=True, default=None),
+        # The providers that together fulfil the group, once chosen.
+        'provider_uuids': fields.ListOfUUIDField(default=[]),
+        'in_tree': fields.UUIDField(nullable=True, default=None),
+    }
+
+    def __init__(self, context=None, **kwargs):
+        super().__init__(context, **kwargs)
+        self.obj_set_defaults()  # every field not given (Nova's EphemeralObject)
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {(1, 3): ('forbidden_aggregates',),
+                                                (1, 2): ('in_tree',),
+                                                (1, 1): ('requester_id', 'provider_uuids')})
+
+    def is_empty(self):
+        return not any((self.resources, self.required_traits, self.forbidden_traits,
+                        self.aggregates, self.forbidden_aggregates))
+
+    def strip_zeros(self):
+        """Drop the resources asked for in an amount of zero."""
+        for rclass in [rc for rc, amount in self.resources.items() if amount == 0]:
+            del self.resources[rclass]
+
+
+@base.MinischedObjectRegistry.register
+class RequestLevelParams(base.MinischedObject):
+    """What applies to the request as a whole rather than to one group (Nova sends it to
+    placement beside the groups). 1.1 ``same_subtree``."""
+
+    VERSION = '1.1'
+
+    fields = {
+        # Traits the root provider must have / must not have.
+        'root_required': fields.SetOfStringsField(default=set()),
+        'root_forbidden': fields.SetOfStringsField(default=set()),
+        # Lists of group suffixes to be fulfilled from one provider subtree.
+        'same_subtree': fields.ListOfListsOfStringsField(default=list()),
+    }
+
+    def obj_load_attr(self, attrname):
+        self.obj_set_defaults(attrname)
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {(1, 1): ('same_subtree',)})
+
+    def extend_with(self, other):
+        """AND ``other``'s requirements with these."""
+        self.root_required = self.root_required | other.root_required
+        self.root_forbidden = self.root_forbidden | other.root_forbidden
+        self.same_subtree.extend(other.same_subtree)
 
 
 @base.MinischedObjectRegistry.register
 class RequestSpec(base.MinischedObject):
-    """Nova's RequestSpec at 1.11, every field of that version (``numa_topology``,
-    ``pci_requests`` and ``network_metadata`` are objects, as in Nova)."""
+    """Nova's RequestSpec at 1.15, every field of that version.
 
-    VERSION = '1.11'
+    1.6 ``requested_destination``; 1.7 ``destroy()``; 1.8 ``security_groups``; 1.9
+    ``user_id``; 1.10 ``network_metadata``; 1.11 ``is_bfv``; 1.12 ``requested_resources``;
+    1.13 ``request_level_params``; 1.14 ``requested_networks``; 1.15
+    ``get_by_instance_uuids()``. minisched has no placement and no network service: the
+    resource groups, request level parameters, networks and security groups a Nova client
+    sends are carried as they come.
+    """
+
+    VERSION = '1.15'
 
     fields = {
         'id': fields.IntegerField(),
@@ -95,7 +210,10 @@ class RequestSpec(base.MinischedObject):
         'availability_zone': fields.StringField(nullable=True),
         'flavor': fields.ObjectField('Flavor', nullable=False),
         'num_instances': fields.IntegerField(default=1),
+        # Per request (never stored): ignore_hosts, requested_destination, retry,
+        # network_metadata, requested_resources, request_level_params, requested_networks.
         'ignore_hosts': fields.ListOfStringsField(nullable=True),
+        # A list, though only one host (node) can ever be forced.
         'force_hosts': fields.ListOfStringsField(nullable=True),
         'force_nodes': fields.ListOfStringsField(nullable=True),
         'requested_destination': fields.ObjectField('Destination', nullable=True,
@@ -103,12 +221,26 @@ class RequestSpec(base.MinischedObject):
         'retry': fields.ObjectField('SchedulerRetries', nullable=True),
         'limits': fields.ObjectField('SchedulerLimits', nullable=True),
         'instance_group': fields.ObjectField('InstanceGroup', nullable=True),
+        # Free form: the API checked the hints the enabled filters know.
         'scheduler_hints': fields.DictOfListOfStringsField(nullable=True),
         'instance_uuid': fields.UUIDField(),
-        'security_groups': fields.ListOfStringsField(nullable=True),
+        'security_groups': fields.ObjectField('SecurityGroupList'),
         'network_metadata': fields.ObjectField('NetworkMetadata'),
         'is_bfv': fields.BooleanField(),
+        # Resource groups beyond the flavor's sizes (a port's bandwidth, say).
+        'requested_resources': fields.ListOfObjectsField('RequestGroup', nullable=True,
+                                                         default=None),
+        'request_level_params': fields.ObjectField('RequestLevelParams'),
+        'requested_networks': fields.ObjectField('NetworkRequestList'),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        _drop_newer(primitive, target_version, {
+            (1, 14): ('requested_networks',), (1, 13): ('request_level_params',),
+            (1, 12): ('requested_resources',), (1, 11): ('is_bfv',),
+            (1, 10): ('network_metadata',), (1, 9): ('user_id',), (1, 8): ('security_groups',),
+            (1, 6): ('requested_destination',)})
 
     # Flavor sizes, read through as Nova's properties do.
     @property
@@ -131,12 +263,32 @@ class RequestSpec(base.MinischedObject):
     def swap(self):
         return self.flavor.swap
 
+    @property
+    def root_required(self):
+        return self.request_level_params.root_required
+
+    @property
+    def root_forbidden(self):
+        return self.request_level_params.root_forbidden
+
+    @property
+    def same_subtree(self):
+        return self.request_level_params.same_subtree
+
     def obj_load_attr(self, attrname):
+        """Nova lazy-loads the fields a spec of an older version lacks; minisched also reads
+        an unset nullable field as None and ``num_instances``/``is_bfv`` as their defaults."""
         if attrname in ('ignore_hosts', 'force_hosts', 'force_nodes', 'requested_destination',
                         'retry', 'limits', 'instance_group', 'scheduler_hints', 'image',
-                        'numa_topology', 'pci_requests', 'availability_zone',
-                        'security_groups', 'project_id', 'user_id'):
+                        'numa_topology', 'pci_requests', 'availability_zone', 'project_id',
+                        'user_id', 'requested_resources'):
             setattr(self, attrname, None)
+        elif attrname == 'security_groups':
+            self.security_groups = objects.SecurityGroupList(objects=[])
+        elif attrname == 'request_level_params':
+            self.request_level_params = RequestLevelParams()
+        elif attrname == 'requested_networks':
+            self.requested_networks = objects.NetworkRequestList(objects=[])
         elif attrname == 'num_instances':
             self.num_instances = 1
         elif attrname == 'is_bfv':
@@ -245,9 +397,10 @@ class RequestSpec(base.MinischedObject):
 
     def _to_json(self):
         spec = self.obj_clone()
-        # Per-build state is not stored, as in Nova (nor the network metadata, only of use
-        # while scheduling).
-        for name in ('retry', 'requested_destination', 'limits', 'id', 'network_metadata'):
+        # Per request state is not stored, as in Nova.
+        for name in ('retry', 'requested_destination', 'limits', 'id', 'network_metadata',
+                     'ignore_hosts', 'requested_resources', 'request_level_params',
+                     'requested_networks'):
             if spec.obj_attr_is_set(name):
                 delattr(spec, name)
         if spec.obj_attr_is_set('instance_group') and spec.instance_group:
@@ -258,7 +411,9 @@ class RequestSpec(base.MinischedObject):
 
     @classmethod
     def _from_db(cls, context, db_spec):
-        spec = cls.obj_from_primitive(jsonutils.loads(db_spec['spec']), context=context)
+        primitive = jsonutils.loads(db_spec['spec'])
+        _security_group_names_to_list(primitive)
+        spec = cls.obj_from_primitive(primitive, context=context)
         spec.id = db_spec['id']
         spec._context = context
         spec.obj_reset_changes(recursive=True)
@@ -269,8 +424,16 @@ class RequestSpec(base.MinischedObject):
         return cls._from_db(context, api_db.request_spec_get_by_instance_uuid(context,
                                                                                instance_uuid))
 
+    @base.remotable_classmethod
+    def get_by_instance_uuids(cls, context, instance_uuids):
+        """The specs of those of ``instance_uuids`` that have one (a list, in no order)."""
+        return [cls._from_db(context, db_spec) for db_spec in
+                api_db.request_spec_get_by_instance_uuids(context, instance_uuids)]
+
     @base.remotable
     def create(self):
+        if self.obj_attr_is_set('id'):
+            raise exception.ObjectActionError(action='create', reason='already created')
         db_spec = api_db.request_spec_create(self._context, self.instance_uuid, self._to_json())
         self.id = db_spec['id']
         self.obj_reset_changes(['id'])
@@ -280,9 +443,36 @@ class RequestSpec(base.MinischedObject):
         api_db.request_spec_update(self._context, self.instance_uuid, self._to_json())
         self.obj_reset_changes()
 
-    @base.remotable_classmethod
-    def destroy_by_instance_uuid(cls, context, instance_uuid):
-        api_db.request_spec_destroy(context, instance_uuid)
+    @base.remotable
+    def destroy(self):
+        """Delete the stored spec of ``instance_uuid``; RequestSpecNotFound when none."""
+        api_db.request_spec_destroy(self._context, self.instance_uuid)
+
+    def reset_forced_destinations(self):
+        """Forget the forced host and node for this run only (they stay stored)."""
+        self.force_hosts = None
+        self.force_nodes = None
+        self.obj_reset_changes(['force_hosts', 'force_nodes'])
+
+
+def _security_group_names_to_list(primitive):
+    """A spec stored before 1.15, when minisched kept ``security_groups`` as a list of names
+    (Nova always had a SecurityGroupList), given the list object in its place."""
+    key = primitive.get('minisched_object.data') or {}
+    names = key.get('security_groups')
+    if isinstance(names, list):
+        key['security_groups'] = objects.SecurityGroupList.from_names(
+            [str(name) for name in names]).obj_to_primitive()
+
+
+def _drop_newer(primitive, target_version, added_in):
+    """Remove from ``primitive`` the fields ``added_in`` (``{(major, minor): names}``) says
+    came after ``target_version``."""
+    target = versionutils.convert_version_to_tuple(target_version)
+    for version, names in added_in.items():
+        if target < version:
+            for name in names:
+                primitive.pop(name, None)
 
 
 def _numa_topology_from(value):

@@ -334,6 +334,12 @@ class FilterScheduler(driver.Scheduler):
         explanation = last_result.explain() if last_result is not None else ''
         if explanation:
             reason = '%s Filters rejected hosts: %s.' % (reason, explanation)
+        down = self.host_manager.unreachable_cells(spec_obj)
+        if down:
+            # Not a lack of hosts: those of these cells could not be considered.
+            raise exception.CellsUnreachable(reason='%s; their hosts could not be considered. '
+                                             '%s' % (_unreachable(down), reason),
+                                             cells=[name for name, _since in down])
         raise exception.NoValidHost(reason=reason)
 
     def _get_alternate_hosts(self, selected, limits, spec_obj, candidates, index, num_alts,
@@ -362,3 +368,10 @@ class FilterScheduler(driver.Scheduler):
                 chosen, claims.request_for(chosen) if claims else None,
                 claims.version if claims else None, limits=chosen_limits)] + alternates)
         return selections
+
+
+def _unreachable(down):
+    """'Cell cell1 unreachable since 2026-01-02T03:04:05Z, cell cell2 ...'."""
+    return ', '.join('%s %s unreachable since %s' % (
+        'Cell' if i == 0 else 'cell', name, since.strftime('%Y-%m-%dT%H:%M:%SZ'))
+        for i, (name, since) in enumerate(down))

@@ -60,7 +60,7 @@ class HostManager(host_refresh.IncrementalRefresh):
         self._refresh_lock = threading.Lock()
         self._refresh_started = 0.0
         self._cell_sync = {}
-        self._down_cells = {}                          # cell uuid -> when it failed
+        self._down_cells = {}                          # cell uuid -> failing since
         self._host_cells = {}                          # mapped host -> cell uuid
         self._host_cells_since = None
         self._host_cells_marker = None
@@ -166,6 +166,18 @@ class HostManager(host_refresh.IncrementalRefresh):
         states = table.states
         return np.asarray([row for row in rows if states[row].cell_uuid in wanted],
                           dtype=np.int64)
+
+    def unreachable_cells(self, spec_obj=None):
+        """``[(cell name, failing since)]`` of the cells a request may use whose database
+        does not answer (their hosts are left out), oldest failure first."""
+        cell = requested_cell(spec_obj)
+        cells = [cell] if cell is not None else self.enabled_cells or ()
+        down = []
+        for cell in cells:
+            since = self._down_cells.get(cell.uuid if cell is not None else LOCAL_CELL_UUID)
+            if since is not None:
+                down.append((since, cell.name or cell.uuid if cell is not None else 'local'))
+        return [(name, since) for since, name in sorted(down)]
 
     def get_host_states(self, rows):
         states = self.table.states
@@ -373,9 +385,11 @@ def _tracked_instance(row):
 
 
 def requested_cell(spec_obj):
+    """The one cell a request is restricted to: its destination's cell, unless the request
+    is a move allowed to leave that cell (as Nova's host manager decides)."""
     if spec_obj is None or not spec_obj.obj_attr_is_set('requested_destination'):
         return None
     dest = spec_obj.requested_destination
-    if dest is None or 'cell' not in dest:
+    if dest is None or 'cell' not in dest or dest.allow_cross_cell_move:
         return None
     return dest.cell

@@ -249,7 +249,7 @@ class IncrementalRefresh:
         if cell_uuid not in self._down_cells:
             LOG.warning('Cell %s did not answer (%s: %s); its hosts are skipped until it '
                         'does.', cell_uuid, type(error).__name__, error)
-        self._down_cells[cell_uuid] = time.monotonic()
+            self._down_cells[cell_uuid] = timeutils.utcnow()  # since when, for NoValidHost
 
     def _apply_cell(self, cell_uuid, services, nodes, kind, marker, live, now):
         sync = self._cell_sync[cell_uuid]

@@ -18,7 +18,7 @@ from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler import filters
 from minisched.scheduler import placement_claims
 from minisched.scheduler import plugins
-from minisched.scheduler import recorder
+from minisched.scheduler.replay import recorder
 
 LOG = logging.getLogger(__name__)
 

@@ -197,6 +197,8 @@ class Process:
         self.name = name
         self.binary = binary
         self.queues = (topic, '%s.%s' % (topic, host))
+        if binary == 'minisched-compute':  # its second RPC server (compute RPC 6.5)
+            self.queues += ('compute-alt', 'compute-alt.%s' % host)
         self.popen = popen
         self.log_path = log_path
         self.ready_line = '%s ready' % binary

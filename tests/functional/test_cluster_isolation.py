@@ -81,8 +81,8 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
                       transport_url, '--computes', '2')
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        assert ('Operate it with: minisched-manage --config-file %s service list'
-                % (state / 'minisched.conf')) in up.stdout
+        assert ('Operate it with: minisched-manage --config-file %s --config-dir %s service '
+                'list' % (state / 'minisched.conf', state / 'minisched.conf.d')) in up.stdout
         assert (state / 'minisched.env').exists()
         # A transport URL given is used as given: no vhost of the tool's own.
         assert 'transport_url = %s\n' % transport_url in (state / 'minisched.conf').read_text()

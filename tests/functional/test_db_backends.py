@@ -118,6 +118,16 @@ def test_compute_nodes(ctx):
     assert sorted((row['id'], row['deleted']) for row in changed) == [
         (node['id'], 0), (stale['id'], stale['id'])]
     assert main_db.compute_node_get_by_host_and_nodename(ctx, 'h1', 'n1')['vcpus_used'] == 2
+    assert main_db.compute_node_get_by_nodename(ctx, 'n1')['id'] == node['id']
+    third = main_db.compute_node_create(ctx, dict(values, hypervisor_hostname='n3',
+                                                  hypervisor_type='ironic'))
+    assert [row['id'] for row in main_db.compute_node_get_all_by_pagination(
+        ctx, limit=1, marker=node['id'])] == [third['id']]
+    with pytest.raises(exception.MarkerNotFound):
+        main_db.compute_node_get_all_by_pagination(ctx, marker=stale['id'])
+    main_db.service_create(ctx, {'host': 'h1', 'binary': main_db.COMPUTE_BINARY})
+    assert [row['host'] for row in main_db.service_get_all_computes_by_hv_type(
+        ctx, 'ironic')] == ['h1']
 
 
 def test_scheduler_reads(ctx):
@@ -211,6 +221,14 @@ def test_host_mappings(ctx):
     assert caught.value.kwargs['cell_uuid'] == cell['uuid']
     with pytest.raises(db_exc.DBReferenceError):
         api_db.cell_mapping_destroy(ctx, cell['uuid'])
+    moved = api_db.host_mapping_update(ctx, mapping['id'], {'cell_id': other['id']})
+    assert moved['cell_mapping']['uuid'] == other['uuid'] and moved['updated_at'] is not None
+    api_db.host_mapping_create(ctx, 'h2', cell['id'])
+    with pytest.raises(exception.HostMappingExists) as caught:
+        api_db.host_mapping_update(ctx, mapping['id'], {'host': 'h2'}, host='h1')
+    assert caught.value.kwargs['cell_uuid'] == cell['uuid']
+    assert [c['uuid'] for c in api_db.cell_mapping_get_all(ctx, disabled=False)] == [
+        cell['uuid'], other['uuid']]
 
 
 def test_aggregates(ctx):
@@ -224,6 +242,13 @@ def test_aggregates(ctx):
     api_db.aggregate_metadata_update(ctx, agg['id'], {'availability_zone': None, 'k': 'v'})
     found = api_db.aggregate_get_by_host(ctx, 'h2')
     assert [(a['hosts'], a['metadata']) for a in found] == [(['h1', 'h2'], {'k': 'v'})]
+    api_db.aggregate_metadata_update(ctx, agg['id'], {'trait:A_B': 'required'})
+    assert [(a['hosts'], a['metadata']) for a in api_db.aggregate_get_by_metadata(
+        ctx, value='v')] == [(['h1', 'h2'], {'k': 'v'})]
+    # The prefix is a LIKE pattern with its wildcards escaped.
+    for prefix, names in (('trait:', ['a1']), ('trait_', []), ('trait:A_', ['a1'])):
+        assert [a['name'] for a in api_db.aggregate_get_non_matching_by_metadata_keys(
+            ctx, ['trait:X'], prefix, 'required')] == names
     api_db.aggregate_destroy(ctx, agg['id'])
     assert api_db.aggregate_get_all(ctx) == []
 
@@ -237,8 +262,23 @@ def test_flavors(ctx):
     specs = api_db.flavor_extra_specs_update(ctx, flavor['id'], {'a': None, 'b': '2'})
     assert specs == {'b': '2'}
     assert api_db.flavor_get_by_name(ctx, 'small')['extra_specs'] == {'b': '2'}
-    api_db.flavor_destroy(ctx, '1')
-    assert api_db.flavor_get_all(ctx) == []
+    api_db.flavor_add_project(ctx, flavor['id'], 'p1')
+    with pytest.raises(exception.FlavorAccessExists):
+        api_db.flavor_add_project(ctx, flavor['id'], 'p1')
+    assert api_db.flavor_get_projects(ctx, '1') == ['p1']
+    for flavorid, name, memory_mb in (('2', 'large', 2048), ('3', 'xlarge', 2048)):
+        api_db.flavor_create(ctx, {'flavorid': flavorid, 'name': name, 'memory_mb': memory_mb,
+                                   'vcpus': 1, 'is_public': False})
+    user = ms_context.RequestContext(user_id='u', project_id='p1', is_admin=False)
+    assert [f['flavorid'] for f in api_db.flavor_get_all(user)] == ['1']
+    # The name filter is each backend's regular expression search (REGEXP, ~).
+    assert [f['flavorid'] for f in api_db.flavor_get_all(
+        ctx, filters={'name': 'l(ar|ma)'}, sort_key='memory_mb', sort_dir='desc')] == ['3', '2']
+    assert [f['flavorid'] for f in api_db.flavor_get_all(
+        ctx, sort_key='memory_mb', sort_dir='desc', marker='3', limit=1)] == ['2']
+    assert api_db.flavor_destroy(ctx, flavor_id=flavor['id'])['flavorid'] == '1'
+    assert api_db.flavor_destroy(ctx, '2')['name'] == 'large'
+    assert [f['flavorid'] for f in api_db.flavor_get_all(ctx)] == ['3']
 
 
 def test_action_events(ctx):

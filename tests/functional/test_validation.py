@@ -23,6 +23,7 @@ from minisched.objects import build_request as build_request_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_mapping as instance_mapping_obj
 from minisched.objects import request_spec as request_spec_obj
+from minisched.objects import security_group as security_group_obj
 from tests.functional import build_helpers
 
 pytestmark = [pytest.mark.functional, pytest.mark.both_backends, pytest.mark.timeout(240)]
@@ -88,7 +89,8 @@ def write_build(client, flavor, **instance_values):
         project_id=ctxt.project_id, user_id=ctxt.user_id, scheduler_hints={},
         availability_zone=instance.availability_zone, ignore_hosts=None, force_hosts=None,
         force_nodes=None, retry=None, limits=None, instance_group=None,
-        requested_destination=None, security_groups=[], is_bfv=False, numa_topology=None,
+        requested_destination=None, is_bfv=False, numa_topology=None,
+        security_groups=security_group_obj.SecurityGroupList(objects=[]),
         pci_requests=None)
     spec.create()
     build_request = build_request_obj.BuildRequest(ctxt, instance_uuid=instance.uuid,

@@ -504,3 +504,16 @@ class TestBackends(base.TestCase):
         table = common.format_side_by_side(figures, args.backend)
         self.assertEqual(['figure', 'threading', 'eventlet'], table.splitlines()[0].split())
         self.assertEqual(['calls/s', '10', '20'], table.splitlines()[2].split())
+
+
+class TestWireProfileBench(base.TestCase):
+    """The wire-profile bench times both profiles on both messages."""
+
+    def test_each_message_gets_both_profiles_and_their_difference(self):
+        from benchmarks import wire_profile
+        figures = wire_profile.run(rounds=2)
+        self.assertEqual(6, len(figures))
+        self.assertEqual(['serializers, minisched profile', 'serializers, nova profile',
+                          'nova profile adds'] * 2,
+                         [f.figure.split(':')[0] for f in figures])
+        self.assertTrue(all(f.value > 0 for f in figures if 'serializers' in f.figure))

@@ -86,3 +86,26 @@ class FromDictTypesTestCase(base.TestCase):
     def test_unknown_keys_are_ignored(self):
         ctxt = context.RequestContext.from_dict(self._dict(anything=object()))
         self.assertEqual('u', ctxt.user_id)
+
+    def test_a_value_that_does_not_read_is_refused_naming_its_field(self):
+        for field, value in (('timestamp', 'the day after tomorrow'),
+                             ('read_deleted', 'sometimes')):
+            with self.subTest(field=field):
+                with self.assertRaises(exception.InvalidContext) as raised:
+                    context.RequestContext.from_dict(self._dict(**{field: value}))
+                self.assertIn('%s %r' % (field, value) if field == 'timestamp' else
+                              '%s is %r' % (field, value), raised.exception.format_message())
+
+
+class ThreadContextTestCase(base.TestCase):
+    """A context that fails to build never becomes the thread's current one (oslo.log reads
+    that one for every line: a half-made one broke the logging of the very error)."""
+
+    def test_a_failed_context_leaves_the_current_one(self):
+        from oslo_context import context as oslo_context
+        current = context.RequestContext(user_id='u', project_id='p')
+        self.assertIs(current, oslo_context.get_current())
+        for bad in ({'timestamp': 'never'}, {'read_deleted': 'sometimes'}):
+            with self.subTest(bad=bad):
+                self.assertRaises(ValueError, context.RequestContext, **bad)
+                self.assertIs(current, oslo_context.get_current())

@@ -80,6 +80,52 @@ def _read(path):
 def test_docs_build_without_warnings(built, builder):
     _, returncode, stderr = built[builder]
     assert returncode == 0, 'sphinx-build -W -b %s failed:\n%s' % (builder, stderr[-6000:])
+    # nothing else on stderr either: the build runs native threads, as the services do
+    assert stderr.strip() == '', stderr[-6000:]
+
+
+def test_html_uses_the_openstack_docs_theme(built):
+    target, _, _ = built['html']
+    page = _read(os.path.join(target, 'index.html'))
+    assert 'openstackdocstheme' in page or '_static/css/combined.css' in page, page[:2000]
+    assert 'alabaster' not in page
+
+
+#: Characters a code block's line may have: what the openstackdocs theme's column shows at
+#: 14 px monospace without a scroll bar on a 1200 px wide window (its content column is 3/4
+#: of a 1140 px container, less the block's padding).
+CODE_COLUMNS = 88
+
+
+def _literal_block_lines(text):
+    """``(line number, line)`` of each line of the literal blocks of an rst text (``::`` and
+    ``.. code-block::``), without the block's indentation."""
+    found, indent = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if indent is not None and stripped:
+            depth = len(line) - len(line.lstrip())
+            if depth <= indent:
+                indent = None
+            else:
+                found.append((number, line[indent + 3:]))
+                continue
+        if re.match(r'\s*\.\. (code-block|parsed-literal)::', line) or (
+                stripped.endswith('::') and not stripped.startswith('..')):
+            indent = len(line) - len(line.lstrip())
+    return found
+
+
+def test_code_blocks_fit_the_column():
+    too_wide = []
+    for directory, _dirs, names in os.walk(SOURCE):
+        for name in names:
+            if name.endswith(('.rst', '.inc')):
+                path = os.path.join(directory, name)
+                too_wide += ['%s:%d (%d)' % (os.path.relpath(path, SOURCE), number, len(line))
+                             for number, line in _literal_block_lines(_read(path))
+                             if len(line) > CODE_COLUMNS]
+    assert too_wide == []
 
 
 def test_every_command_has_a_man_page(built):

@@ -208,3 +208,19 @@ def test_a_recorded_vhost_is_forgotten_once_deleted(tmp_path):
     assert cluster.delete_vhost() == 'minisched-cluster-old'
     assert cluster.recorded_vhost() is None
     assert not os.path.exists(os.path.join(cluster.state_dir, localcluster.VHOST_FILE))
+
+
+def test_the_directory_beside_the_exported_file_is_read_after_it(tmp_path):
+    exported = tmp_path / 'minisched.conf'
+    exported.write_text('[DEFAULT]\nconcurrency_backend = threading\n')
+    assert monkey_patch.env_config_dirs([str(exported)]) is None  # none there yet
+    (tmp_path / 'minisched.conf.d').mkdir()
+    (tmp_path / 'minisched.conf.d' / 'mine.conf').write_text(
+        '[DEFAULT]\nconcurrency_backend = eventlet\n')
+    assert monkey_patch.env_config_dirs([str(exported)]) == [str(exported) + '.d']
+    result = subprocess.run(
+        [sys.executable, '-c', 'from minisched import monkey_patch; '
+         'print(monkey_patch.backend_from_config([]))'],
+        capture_output=True, text=True,
+        env=dict(os.environ, **{monkey_patch.CONFIG_FILE_ENV: str(exported)}))
+    assert result.stdout.strip() == 'eventlet', result

@@ -269,7 +269,38 @@ def test_a_context_that_does_not_load_is_refused():
     incoming.ctxt = {'request_id': 'req-1', 'timestamp': 'not a time'}
     error = _refusal(dispatcher, incoming)
     assert isinstance(error, exception.Invalid)
-    assert 'request context does not load: ValueError' in error.format_message()
+    assert ("request context does not load: InvalidContext: Invalid request context: "
+            "timestamp 'not a time' is not a date and time") in error.format_message()
+
+
+class _CleaningUp(_Typed):
+    """An endpoint told of the messages to its methods that were refused undecoded."""
+
+    def __init__(self):
+        super().__init__()
+        self.refused = []
+
+    def _clean_up_refused(self, method, args, reason):
+        self.refused.append((method, args, reason))
+
+
+def test_the_endpoint_cleans_up_after_a_message_refused_undecoded():
+    endpoint = _CleaningUp()
+    dispatcher = _serializing_dispatcher(endpoint)
+    bad_context = _message('show', instance={'minisched_object.name': 'Instance'})
+    bad_context.ctxt = {'request_id': 'req-1', 'read_deleted': 'sometimes'}
+    _refusal(dispatcher, bad_context)
+    bad_argument = _message('show', instance='not an instance')
+    _refusal(dispatcher, bad_argument)
+    assert [(m, a) for m, a, _reason in endpoint.refused] == [
+        ('show', {'instance': {'minisched_object.name': 'Instance'}}),
+        ('show', {'instance': 'not an instance'})]
+    assert 'read_deleted' in endpoint.refused[0][2]
+    # Unknown methods reach no endpoint; a message that loads is the method's to handle.
+    _refusal(dispatcher, _message('nope'))
+    dispatcher.dispatch(_message('show', instance=objects.Instance(uuid=base.uuids.i1)
+                                 .obj_to_primitive()))
+    assert len(endpoint.refused) == 2
 
 
 def test_endpoint_failures_log_one_traceback_per_kind_then_a_count(caplog):

@@ -17,7 +17,6 @@ project's (another project's is NotFound, as if it did not exist) and creates on
 as Nova's queries filter them (``project_only``, ``_instance_group_get_query``).
 """
 import sqlalchemy as sa
-from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 
 from minisched import context as ms_context
@@ -30,6 +29,7 @@ host_mappings = models.host_mappings
 instance_mappings = models.instance_mappings
 flavors = models.flavors
 flavor_specs = models.flavor_extra_specs
+flavor_projects = models.flavor_projects
 aggregates = models.aggregates
 aggregate_hosts = models.aggregate_hosts
 aggregate_metadata = models.aggregate_metadata
@@ -160,9 +160,12 @@ def cell_mapping_get_by_uuid(context, cell_uuid):
 
 
 @_admin_only
-def cell_mapping_get_all(context):
+def cell_mapping_get_all(context, disabled=None):
+    """Every cell mapping in id order (only the disabled or enabled ones, if ``disabled`` is
+    True or False)."""
+    where = [] if disabled is None else [cells.c.disabled == bool(disabled)]
     with _begin() as conn:
-        return utils.fetch_all(conn, cells)
+        return utils.fetch_all(conn, cells, *where)
 
 
 @_admin_only
@@ -205,16 +208,19 @@ def _host_mapping_insert(host, cell_id):
                                                {'host': host, 'cell_id': cell_id})])[0]
 
 
+def _host_mapping_exists(host):
+    """``HostMappingExists`` naming the cell ``host`` is mapped to (None if gone meanwhile)."""
+    with _begin() as conn:
+        existing = _host_mapping(conn, host) or {'cell_mapping': None}
+    return exception.HostMappingExists(name=host,
+                                       cell_uuid=(existing['cell_mapping'] or {}).get('uuid'))
+
+
 @_admin_only
 def host_mapping_create(context, host, cell_id):
     """Map ``host`` to cell ``cell_id``; ``HostMappingExists`` names the cell it is already in."""
-    try:
+    with utils.duplicate_as(lambda error: _host_mapping_exists(host)):
         return _host_mapping_insert(host, cell_id)
-    except db_exc.DBDuplicateEntry as error:
-        with _begin() as conn:
-            existing = _host_mapping(conn, host) or {'cell_mapping': None}
-        cell_uuid = (existing['cell_mapping'] or {}).get('uuid')
-        raise exception.HostMappingExists(name=host, cell_uuid=cell_uuid) from error
 
 
 @_admin_only
@@ -254,6 +260,19 @@ _HOST_CELLS = sa.select(host_mappings.c.host, cells.c.uuid).join(
     cells, cells.c.id == host_mappings.c.cell_id)
 _HOST_CELLS_CHANGED = _HOST_CELLS.where(utils.changed_since(host_mappings,
                                                             sa.bindparam('since')))
+
+
+@_admin_only
+@utils.writer
+def host_mapping_update(context, mapping_id, values, host=None):
+    """Update host mapping ``mapping_id`` (its ``cell_id``, its ``host``) and return it;
+    ``HostMappingNotFound`` names ``host``, ``HostMappingExists`` the cell of a new host
+    that is mapped already."""
+    with utils.duplicate_as(lambda error: _host_mapping_exists(values.get('host'))), \
+            _begin() as conn:
+        row = _update_or_raise(conn, exception.HostMappingNotFound(name=host or mapping_id),
+                               host_mappings, [host_mappings.c.id == mapping_id], values)
+        return _with_cells(conn, [row])[0]
 
 
 @_admin_only
@@ -357,46 +376,127 @@ def _with_specs(conn, rows):
     return rows
 
 
-def _flavor(error, *where):
+def _granted(project_id):
+    """Ids of the flavors ``project_id`` was given access to."""
+    return sa.select(flavor_projects.c.flavor_id).where(
+        flavor_projects.c.project_id == project_id)
+
+
+def _flavor_visible(context):
+    """Nova's flavor query: an admin's context sees every flavor, any other the public ones
+    and those its project was given access to."""
+    if context is None or context.is_admin:
+        return []
+    return [sa.or_(flavors.c.is_public == sa.true(),
+                   flavors.c.id.in_(_granted(context.project_id)))]
+
+
+def _flavor(context, error, *where):
     with _begin() as conn:
-        return _with_specs(conn, [_fetch_or_raise(conn, error, flavors, *where)])[0]
+        row = utils.fetch(conn, flavors, *where, *_flavor_visible(context),
+                          order_by=(flavors.c.id,))
+        if row is None:
+            raise error
+        return _with_specs(conn, [row])[0]
 
 
 @_admin_only
 @utils.writer
-def flavor_create(context, values, extra_specs=None):
+def flavor_create(context, values, extra_specs=None, projects=None):
+    """Create a flavor with its extra specs and the projects given access to it."""
     exists = exception.FlavorExists(name=values.get('name'))
     with utils.duplicate_as(lambda error: exists), _begin() as conn:
         row = utils.insert(conn, flavors, values)
         _set_pairs(conn, flavor_specs, flavor_specs.c.flavor_id, row['id'], extra_specs or {})
+        for project_id in sorted(set(projects or ())):
+            conn.execute(sa.insert(flavor_projects).values(flavor_id=row['id'],
+                                                           project_id=project_id))
         return _with_specs(conn, [row])[0]
 
 
 def flavor_get(context, flavor_id):
-    return _flavor(exception.FlavorNotFound(flavor_id=flavor_id), flavors.c.id == flavor_id)
+    return _flavor(context, exception.FlavorNotFound(flavor_id=flavor_id),
+                   flavors.c.id == flavor_id)
 
 
 def flavor_get_by_flavor_id(context, flavorid):
-    return _flavor(exception.FlavorNotFound(flavor_id=flavorid), flavors.c.flavorid == flavorid)
+    return _flavor(context, exception.FlavorNotFound(flavor_id=flavorid),
+                   flavors.c.flavorid == flavorid)
 
 
 def flavor_get_by_name(context, name):
-    return _flavor(exception.FlavorNotFoundByName(flavor_name=name), flavors.c.name == name)
+    return _flavor(context, exception.FlavorNotFoundByName(flavor_name=name),
+                   flavors.c.name == name)
 
 
-def flavor_get_all(context):
+def _flavor_filters(context, filters):
+    """Nova's ``FlavorList.get_all`` filters: ``min_memory_mb``, ``min_root_gb``, ``disabled``,
+    ``name`` (a regular expression, searched) and ``is_public`` (True also keeps the flavors
+    the context's project was given access to; None keeps all)."""
+    where = []
+    if 'min_memory_mb' in filters:
+        where.append(flavors.c.memory_mb >= filters['min_memory_mb'])
+    if 'min_root_gb' in filters:
+        where.append(flavors.c.root_gb >= filters['min_root_gb'])
+    if 'disabled' in filters:
+        where.append(flavors.c.disabled == bool(filters['disabled']))
+    if 'name' in filters:
+        where.append(flavors.c.name.regexp_match(filters['name']))
+    if filters.get('is_public') is not None:
+        public = flavors.c.is_public == bool(filters['is_public'])
+        if filters['is_public'] and context is not None and context.project_id is not None:
+            public = sa.or_(public, flavors.c.id.in_(_granted(context.project_id)))
+        where.append(public)
+    return where
+
+
+def _after(columns, marker_row, descending):
+    """Rows after ``marker_row`` in the order of ``columns`` (all ascending or descending)."""
+    clauses = []
+    for index, column in enumerate(columns):
+        equal = [other == marker_row[other.key] for other in columns[:index]]
+        value = marker_row[column.key]
+        clauses.append(sa.and_(*equal, column < value if descending else column > value))
+    return sa.or_(*clauses)
+
+
+def flavor_get_all(context, filters=None, sort_key='flavorid', sort_dir='asc', limit=None,
+                   marker=None):
+    """The flavors ``context`` sees that match ``filters``, sorted by ``sort_key`` then id
+    (both ``sort_dir``), paged by ``limit`` and ``marker`` (the flavor id of the last flavor
+    of the previous page; ``MarkerNotFound`` when the context sees no such flavor)."""
+    if sort_key not in flavors.c or sort_dir not in ('asc', 'desc'):
+        raise exception.Invalid(reason='cannot sort flavors by %r %r' % (sort_key, sort_dir))
+    columns = [flavors.c[sort_key]] + ([flavors.c.id] if sort_key != 'id' else [])
+    descending = sort_dir == 'desc'
+    visible = _flavor_visible(context)
+    stmt = (sa.select(flavors).where(*visible, *_flavor_filters(context, filters or {}))
+            .order_by(*(c.desc() if descending else c.asc() for c in columns)))
     with _begin() as conn:
-        return _with_specs(conn, utils.fetch_all(conn, flavors))
+        if marker is not None:
+            marker_row = utils.fetch(conn, flavors, flavors.c.flavorid == marker, *visible)
+            if marker_row is None:
+                raise exception.MarkerNotFound(marker=marker)
+            stmt = stmt.where(_after(columns, marker_row, descending))
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return _with_specs(conn, utils.to_dicts(conn.execute(stmt)))
 
 
 @_admin_only
 @utils.writer
-def flavor_destroy(context, flavorid):
+def flavor_destroy(context, flavorid=None, flavor_id=None):
+    """Delete the flavor of id ``flavor_id`` (else of flavor id ``flavorid``) with its extra
+    specs and project access; returns it as it was."""
+    where = flavors.c.id == flavor_id if flavor_id is not None else flavors.c.flavorid == flavorid
     with _begin() as conn:
-        flavor = _fetch_or_raise(conn, exception.FlavorNotFound(flavor_id=flavorid), flavors,
-                                 flavors.c.flavorid == flavorid)
-        conn.execute(sa.delete(flavor_specs).where(flavor_specs.c.flavor_id == flavor['id']))
+        flavor = _fetch_or_raise(conn, exception.FlavorNotFound(
+            flavor_id=flavor_id if flavor_id is not None else flavorid), flavors, where)
+        flavor = _with_specs(conn, [flavor])[0]
+        for child in (flavor_specs, flavor_projects):
+            conn.execute(sa.delete(child).where(child.c.flavor_id == flavor['id']))
         conn.execute(sa.delete(flavors).where(flavors.c.id == flavor['id']))
+        return flavor
 
 
 @_admin_only
@@ -408,6 +508,38 @@ def flavor_extra_specs_update(context, flavor_id, specs):
                         flavors.c.id == flavor_id)
         _set_pairs(conn, flavor_specs, flavor_specs.c.flavor_id, flavor_id, specs)
         return _pairs(conn, flavor_specs, flavor_specs.c.flavor_id, flavor_id)
+
+
+def flavor_get_projects(context, flavorid):
+    """The projects given access to the flavor of flavor id ``flavorid``, oldest first."""
+    with _begin() as conn:
+        flavor = _fetch_or_raise(conn, exception.FlavorNotFound(flavor_id=flavorid), flavors,
+                                 flavors.c.flavorid == flavorid)
+        return _children(conn, flavor_projects, flavor_projects.c.flavor_id, [flavor['id']],
+                         'project_id')[flavor['id']]
+
+
+@_admin_only
+@utils.writer
+def flavor_add_project(context, flavor_id, project_id):
+    """Give ``project_id`` access to the flavor of id ``flavor_id``."""
+    exists = exception.FlavorAccessExists(flavor_id=flavor_id, project_id=project_id)
+    with utils.duplicate_as(lambda error: exists), _begin() as conn:
+        _fetch_or_raise(conn, exception.FlavorNotFound(flavor_id=flavor_id), flavors,
+                        flavors.c.id == flavor_id)
+        conn.execute(sa.insert(flavor_projects).values(flavor_id=flavor_id,
+                                                       project_id=project_id))
+
+
+@_admin_only
+@utils.writer
+def flavor_remove_project(context, flavor_id, project_id):
+    """Take the access of ``project_id`` to the flavor of id ``flavor_id`` away."""
+    with _begin() as conn:
+        _delete_or_raise(conn, exception.FlavorAccessNotFound(flavor_id=flavor_id,
+                                                              project_id=project_id),
+                         flavor_projects, flavor_projects.c.flavor_id == flavor_id,
+                         flavor_projects.c.project_id == project_id)
 
 
 # -- aggregates -----------------------------------------------------------------------------------
@@ -472,6 +604,45 @@ def aggregate_get_by_host(context, host, key=None):
                                          .where(aggregate_metadata.c.key == key)))
     with _begin() as conn:
         return _with_hosts_and_metadata(conn, utils.fetch_all(conn, aggregates, *where))
+
+
+def _aggregates_by_metadata(where):
+    """The aggregates with a metadata item matching ``where``; as Nova's query (a join on the
+    metadata that also fills it), each one's ``metadata`` holds those items only, its
+    ``hosts`` all its hosts."""
+    matching = {}
+    stmt = sa.select(aggregate_metadata).where(*where).order_by(aggregate_metadata.c.id)
+    with _begin() as conn:
+        for item in conn.execute(stmt):
+            matching.setdefault(item.aggregate_id, {})[item.key] = item.value
+        rows = _with_hosts_and_metadata(conn, utils.fetch_all(
+            conn, aggregates, aggregates.c.id.in_(list(matching))))
+    for row in rows:
+        row['metadata'] = matching[row['id']]
+    return rows
+
+
+def aggregate_get_by_metadata(context, key=None, value=None):
+    """Aggregates with a metadata item of ``key`` (any value), of ``value`` (any key) or both
+    (see ``_aggregates_by_metadata``)."""
+    if key is None and value is None:
+        raise ValueError('aggregate_get_by_metadata needs a key, a value or both')
+    where = [] if key is None else [aggregate_metadata.c.key == key]
+    if value is not None:
+        where.append(aggregate_metadata.c.value == value)
+    return _aggregates_by_metadata(where)
+
+
+def aggregate_get_non_matching_by_metadata_keys(context, ignored_keys, key_prefix, value):
+    """Aggregates with an item of ``value`` whose key starts with ``key_prefix`` and is not
+    one of ``ignored_keys`` (see ``_aggregates_by_metadata``)."""
+    if not key_prefix:
+        raise ValueError('key_prefix mandatory field.')
+    where = [aggregate_metadata.c.value == value,
+             aggregate_metadata.c.key.startswith(key_prefix, autoescape=True)]
+    if ignored_keys:
+        where.append(aggregate_metadata.c.key.not_in(list(ignored_keys)))
+    return _aggregates_by_metadata(where)
 
 
 @_admin_only
@@ -584,6 +755,19 @@ def instance_group_get_by_instance(context, instance_uuid):
 
 
 @_user_or_admin
+def instance_group_get_by_name(context, name):
+    """The group of that name in ``context``'s project (Nova's ``get_by_name``); names are
+    not unique across projects, and the oldest wins within one."""
+    error = exception.InstanceGroupNotFound(group_uuid=name)
+    with _begin() as conn:
+        row = utils.fetch(conn, groups, groups.c.name == name,
+                          groups.c.project_id == context.project_id, order_by=(groups.c.id,))
+        if row is None:
+            raise error
+        return _with_members(conn, [row])[0]
+
+
+@_user_or_admin
 def instance_group_get_all(context, project_id=None):
     """Every group (of ``project_id`` when given); a user context sees its project's only."""
     where = [] if project_id is None else [groups.c.project_id == project_id]
@@ -650,6 +834,17 @@ def request_spec_get_by_instance_uuid(context, instance_uuid):
 
 
 @_user_or_admin
+def request_spec_get_by_instance_uuids(context, instance_uuids):
+    """The specs of those of ``instance_uuids`` that have one (and ``context`` may see)."""
+    if not instance_uuids:
+        return []
+    with _begin() as conn:
+        return utils.fetch_all(conn, request_specs,
+                               request_specs.c.instance_uuid.in_(list(instance_uuids)),
+                               *_spec_project_only(context))
+
+
+@_user_or_admin
 @utils.writer
 def request_spec_update(context, instance_uuid, spec):
     with _begin() as conn:
@@ -708,6 +903,16 @@ def build_request_exists(context, instance_uuid):
     with _begin() as conn:
         return utils.exists(conn, build_requests, *_build_request_where(instance_uuid),
                             *_project_only(context, build_requests))
+
+
+@_user_or_admin
+@utils.writer
+def build_request_update(context, instance_uuid, values):
+    """Update the build request of ``instance_uuid``; returns its row."""
+    with _begin() as conn:
+        _own_build_request(conn, context, instance_uuid)
+        return _update_or_raise(conn, exception.BuildRequestNotFound(uuid=instance_uuid),
+                                build_requests, _build_request_where(instance_uuid), values)
 
 
 @_user_or_admin

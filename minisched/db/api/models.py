@@ -1,8 +1,9 @@
 """Tables of the API database (SQLAlchemy Core), as the API functions query them.
 
-One API database per deployment: where each cell, host and instance lives, flavors, aggregates,
-instance groups, request specs and build requests. Rows are hard-deleted. The schema is created
-by the alembic migrations next door; tests check that migrating to head yields these tables.
+One API database per deployment: where each cell, host and instance lives, flavors (with the
+projects given access to private ones), aggregates, instance groups, request specs and build
+requests. Rows are hard-deleted. The schema is created by the alembic migrations next door;
+tests check that migrating to head yields these tables.
 """
 import sqlalchemy as sa
 
@@ -77,6 +78,13 @@ flavor_extra_specs = _table(
     utils.unique('flavor_extra_specs', 'flavor_id', 'key'),
 )
 
+flavor_projects = _table(
+    'flavor_projects',
+    _fk('flavor_id', 'flavors.id', nullable=False),
+    sa.Column('project_id', S255, nullable=False),
+    utils.unique('flavor_projects', 'flavor_id', 'project_id'),
+)
+
 aggregates = _table(
     'aggregates',
     sa.Column('uuid', S36, nullable=False),
@@ -130,5 +138,7 @@ build_requests = _table(
     sa.Column('instance_uuid', S36, nullable=False),
     sa.Column('project_id', S255),
     sa.Column('instance', utils.MediumText),
+    sa.Column('block_device_mappings', utils.MediumText),
+    sa.Column('tags', sa.Text),
     utils.unique('build_requests', 'instance_uuid'),
 )

@@ -11,6 +11,8 @@ only its own project's instances (Nova's ``project_only``): another project's in
 InstanceNotFound, as if it did not exist. Instance faults, actions and events go with their
 instance: a user's context reads and writes only those of its project's instances.
 """
+import datetime
+
 import sqlalchemy as sa
 from oslo_utils import uuidutils
 
@@ -23,6 +25,9 @@ from minisched.db.main import models
 COMPUTE_BINARY = 'minisched-compute'
 #: Task state that turns an unexpected-task-state error into UnexpectedDeletingTaskStateError.
 TASK_DELETING = 'deleting'
+#: The task state of a rebooting instance, and the vm state of a soft-deleted one.
+TASK_REBOOTING = 'rebooting'
+VM_SOFT_DELETED = 'soft-delete'
 
 services = models.services
 nodes = models.compute_nodes
@@ -129,6 +134,7 @@ def _check_instance_in_project(conn, context, instance_uuid):
 
 
 # -- services -------------------------------------------------------------------------------------
+# Read by an admin's context or a user's, never an anonymous one (Nova checks no context here).
 
 def _service_exists(values):
     def make(error):
@@ -148,21 +154,25 @@ def service_create(context, values):
         return utils.insert(conn, services, values)
 
 
+@_user_or_admin
 def service_get(context, service_id):
     return _get_or_raise(context, exception.ServiceNotFound(service_id=service_id),
                          services, services.c.id == service_id)
 
 
+@_user_or_admin
 def service_get_by_uuid(context, service_uuid):
     return _get_or_raise(context, exception.ServiceNotFound(service_id=service_uuid),
                          services, services.c.uuid == service_uuid)
 
 
+@_user_or_admin
 def service_get_by_host_and_binary(context, host, binary):
     return _get_or_raise(context, exception.HostBinaryNotFound(host=host, binary=binary),
                          services, services.c.host == host, services.c.binary == binary)
 
 
+@_user_or_admin
 def service_get_by_host_and_topic(context, host, topic):
     """The enabled service of ``topic`` on ``host`` (``ServiceNotFound`` if none)."""
     return _get_or_raise(context, exception.ServiceNotFound(service_id='%s/%s' % (host, topic)),
@@ -170,16 +180,19 @@ def service_get_by_host_and_topic(context, host, topic):
                          services.c.disabled == sa.false())
 
 
+@_user_or_admin
 def service_get_all(context, disabled=None):
     where = [] if disabled is None else [services.c.disabled == bool(disabled)]
     return _list(context, services, *where)
 
 
+@_user_or_admin
 def service_get_all_by_topic(context, topic):
     return _list(context, services, services.c.topic == topic,
                  services.c.disabled == sa.false())
 
 
+@_user_or_admin
 def service_get_all_by_binary(context, binary, include_disabled=False):
     where = [] if include_disabled else [services.c.disabled == sa.false()]
     return _list(context, services, services.c.binary == binary, *where)
@@ -190,6 +203,7 @@ _SERVICES_CHANGED = utils.changed_since_select(services,
 _NODES_CHANGED = utils.changed_since_select(nodes)
 
 
+@_user_or_admin
 def service_get_all_changed_since(context, binary, since):
     """``binary`` services created, updated or deleted at/after ``since`` (deleted included),
     for the scheduler's incremental refresh."""
@@ -293,10 +307,26 @@ def _whole_rows(conn, table, ids):
     return utils.fetch_by_ids(conn, table, ids, frozen=SHARED_HOST_COLUMNS) if ids else []
 
 
+@_user_or_admin
+def service_get_all_computes_by_hv_type(context, hv_type, include_disabled=False):
+    """Live compute services (whatever the context's ``read_deleted``) of a host with a node
+    of hypervisor type ``hv_type``; as Nova's join, which filters the services only, a
+    deleted node counts too."""
+    where = [services.c.deleted == 0, services.c.binary == COMPUTE_BINARY,
+             services.c.host.in_(sa.select(nodes.c.host).where(
+                 nodes.c.hypervisor_type == hv_type))]
+    if not include_disabled:
+        where.append(services.c.disabled == sa.false())
+    with _begin(context) as conn:
+        return utils.fetch_all(conn, services, *where)
+
+
+@_user_or_admin
 def service_get_all_by_host(context, host):
     return _list(context, services, services.c.host == host)
 
 
+@_user_or_admin
 def service_get_by_compute_host(context, host):
     return _get_or_raise(context, exception.ComputeHostNotFound(host=host), services,
                          services.c.host == host, services.c.binary == COMPUTE_BINARY)
@@ -338,6 +368,7 @@ def service_destroy(context, service_id):
         _soft_delete(conn, nodes, owned)
 
 
+@_user_or_admin
 def service_get_minimum_version(context, binaries):
     """{binary: lowest version among live, not forced-down services}; absent if none."""
     stmt = (sa.select(services.c.binary, sa.func.min(services.c.version))
@@ -380,8 +411,36 @@ def compute_node_get_by_host_and_nodename(context, host, nodename):
                          nodes.c.host == host, nodes.c.hypervisor_hostname == nodename)
 
 
+def compute_node_get_by_nodename(context, hypervisor_hostname):
+    """The node named ``hypervisor_hostname`` (the lowest id if several hosts have one)."""
+    rows = _list(context, nodes, nodes.c.hypervisor_hostname == hypervisor_hostname)
+    if not rows:
+        raise exception.ComputeHostNotFound(host=hypervisor_hostname)
+    return rows[0]
+
+
 def compute_node_get_all(context):
     return _list(context, nodes)
+
+
+def compute_node_get_all_by_pagination(context, limit=None, marker=None):
+    """Nodes in id order, ``limit`` of them after the node of id ``marker``
+    (``MarkerNotFound`` when the context sees no such node)."""
+    where = []
+    if marker is not None:
+        if _get(context, nodes, nodes.c.id == marker) is None:
+            raise exception.MarkerNotFound(marker=marker)
+        where.append(nodes.c.id > marker)
+    stmt = (sa.select(nodes).where(*utils.visible(nodes, context), *where)
+            .order_by(nodes.c.id))
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    with _begin(context) as conn:
+        return utils.to_dicts(conn.execute(stmt))
+
+
+def compute_node_get_all_by_hypervisor_type(context, hv_type):
+    return _list(context, nodes, nodes.c.hypervisor_type == hv_type)
 
 
 def compute_node_get_all_by_host(context, host):
@@ -450,6 +509,14 @@ def instance_create(context, values, action=None, event=None):
             if event is not None:
                 utils.insert(conn, events, dict(event, action_id=action_row['id']))
         return instance
+
+
+@_user_or_admin
+def instance_get(context, instance_id):
+    row = _get(context, instances, instances.c.id == instance_id, *_project_only(context))
+    if row is None:
+        raise exception.InstanceNotFound(instance_id=instance_id)
+    return row
 
 
 @_user_or_admin
@@ -536,6 +603,22 @@ def _instance_update(context, instance_uuid, values, expected_vm_state, expected
 
 
 @_user_or_admin
+@utils.writer
+def instance_column_update(context, instance_uuid, column, change):
+    """Set ``column`` of the live instance to ``change(its current value)``, the row locked
+    between the read and the write (an instance's tags); returns the new value."""
+    where = [instances.c.uuid == instance_uuid, instances.c.deleted == 0,
+             *_project_only(context)]
+    with _begin(context) as conn:
+        row = utils.fetch(conn, instances, *where, for_update=True)
+        if row is None:
+            raise exception.InstanceNotFound(instance_id=instance_uuid)
+        value = change(row[column])
+        utils.update(conn, instances, where, {column: value})
+        return value
+
+
+@_user_or_admin
 def instance_get_all_by_host(context, host):
     return _list(context, instances, instances.c.host == host, *_project_only(context))
 
@@ -585,15 +668,20 @@ def _after_marker(column, marker_row, sort_key, descending):
 
 @_user_or_admin
 def instance_get_all_by_filters(context, filters, sort_key='created_at', sort_dir='desc',
-                                limit=None, marker=None):
-    """Instances matching ``filters``, sorted by ``sort_key`` (then id; NULLs last), paged by
-    ``limit`` and ``marker`` (the uuid of the last instance of the previous page)."""
+                                limit=None, marker=None, exclude=None):
+    """Instances matching ``filters`` whose ``exclude`` columns differ from the values given
+    ({column: value}, by SQL's ``!=``: a NULL column differs from nothing), sorted by
+    ``sort_key`` (then id; NULLs last), paged by ``limit`` and ``marker`` (the uuid of the
+    last instance of the previous page)."""
     if sort_key not in instances.c or sort_dir not in ('asc', 'desc'):
         raise exception.Invalid(reason='cannot sort by %r %r' % (sort_key, sort_dir))
     column, descending = instances.c[sort_key], sort_dir == 'desc'
     order = [column.is_(None)] + [c.desc() if descending else c.asc()
                                   for c in (column, instances.c.id)]
-    stmt = sa.select(instances).where(*_instance_filters(context, filters)).order_by(*order)
+    where = _instance_filters(context, filters)
+    for key, value in (exclude or {}).items():
+        where.append(instances.c[key] != value)
+    stmt = sa.select(instances).where(*where).order_by(*order)
     with _begin(context) as conn:
         if marker is not None:
             ref = utils.fetch(conn, instances, instances.c.uuid == marker,
@@ -608,12 +696,75 @@ def instance_get_all_by_filters(context, filters, sort_key='created_at', sort_di
 
 @_user_or_admin
 @utils.writer
-def instance_destroy(context, instance_uuid):
-    """Soft-delete an instance and return its row as deleted."""
+def instance_destroy(context, instance_uuid, hard_delete=False, host_unset=False):
+    """Delete an instance, softly (its row returned as deleted) or, with ``hard_delete``,
+    for good (its row returned as it was). With ``host_unset``, only while it has no host:
+    ObjectActionError ('host changed') if a compute took it meanwhile."""
     with _begin(context) as conn:
-        row = _instance_or_raise(conn, context, instance_uuid, instances.c.deleted == 0)
+        row = _instance_or_raise(conn, context, instance_uuid, instances.c.deleted == 0,
+                                 for_update=True)
+        if host_unset and row['host'] is not None:
+            raise exception.ObjectActionError(action='destroy', reason='host changed')
+        if hard_delete:
+            conn.execute(sa.delete(instances).where(instances.c.id == row['id']))
+            return row
         _soft_delete(conn, instances, instances.c.id == row['id'])
         return utils.fetch(conn, instances, instances.c.id == row['id'])
+
+
+@_user_or_admin
+def instance_get_all_hung_in_rebooting(context, reboot_window):
+    """Live instances rebooting since ``reboot_window`` seconds or more (``updated_at``)."""
+    before = utils.now() - datetime.timedelta(seconds=reboot_window)
+    return _list(context, instances, instances.c.task_state == TASK_REBOOTING,
+                 instances.c.updated_at <= before, *_project_only(context))
+
+
+@_user_or_admin
+def instance_get_active_by_window_joined(context, begin, end=None, project_id=None,
+                                         host=None, limit=None, marker=None):
+    """Instances, deleted ones too, not terminated before ``begin`` nor launched after
+    ``end``, of ``project_id`` and ``host`` when given, by project and uuid, paged after the
+    instance ``marker`` (Nova's query, for usage audits)."""
+    where = [sa.or_(instances.c.terminated_at.is_(None), instances.c.terminated_at > begin)]
+    if end:
+        where.append(instances.c.launched_at < end)
+    if project_id:
+        where.append(instances.c.project_id == project_id)
+    if host:
+        where.append(instances.c.host == host)
+    with _begin(context) as conn:
+        if marker is not None:
+            ref = utils.fetch(conn, instances, instances.c.uuid == marker,
+                              *_project_only(context))
+            if ref is None:
+                raise exception.MarkerNotFound(marker=marker)
+            where.append(sa.or_(instances.c.project_id > ref['project_id'], sa.and_(
+                instances.c.project_id == ref['project_id'], instances.c.uuid > marker)))
+        stmt = sa.select(instances).where(*where, *_project_only(context)).order_by(
+            instances.c.project_id, instances.c.uuid)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return utils.to_dicts(conn.execute(stmt))
+
+
+@_user_or_admin
+def instance_count(context, project_id, user_id=None, vm_state=None):
+    """``{'instances', 'cores', 'ram'}`` of the project's (user's) live instances that are
+    neither soft-deleted nor hidden (of ``vm_state`` only, when given): Nova's quota
+    usage counts."""
+    where = [instances.c.deleted == 0, instances.c.project_id == project_id,
+             sa.or_(instances.c.vm_state.is_(None), instances.c.vm_state != VM_SOFT_DELETED),
+             sa.or_(instances.c.hidden.is_(None), instances.c.hidden == sa.false())]
+    if user_id is not None:
+        where.append(instances.c.user_id == user_id)
+    if vm_state is not None:
+        where.append(instances.c.vm_state == vm_state)
+    stmt = sa.select(sa.func.count(instances.c.id), sa.func.sum(instances.c.vcpus),
+                     sa.func.sum(instances.c.memory_mb)).where(*where, *_project_only(context))
+    with _begin(context) as conn:
+        count, cores, ram = conn.execute(stmt).first()
+    return {'instances': int(count or 0), 'cores': int(cores or 0), 'ram': int(ram or 0)}
 
 
 # -- instance faults ------------------------------------------------------------------------------
@@ -692,11 +843,28 @@ def action_get_by_request_id(context, instance_uuid, request_id):
 
 
 @_user_or_admin
-def actions_get(context, instance_uuid):
+def actions_get(context, instance_uuid, limit=None, marker=None, filters=None):
+    """The instance's actions, newest first; after the action of request ``marker``
+    (MarkerNotFound if it has none), at most ``limit``, ``filters``' ``changes-since`` /
+    ``changes-before`` bounding their ``updated_at`` as Nova's."""
+    filters = filters or {}
+    where = [actions.c.instance_uuid == instance_uuid]
+    if filters.get('changes-since'):
+        where.append(actions.c.updated_at >= filters['changes-since'])
+    if filters.get('changes-before'):
+        where.append(actions.c.updated_at <= filters['changes-before'])
     with _begin(context) as conn:
-        return utils.fetch_all(conn, actions, actions.c.instance_uuid == instance_uuid,
-                               *_of_own_instances(context, actions.c.instance_uuid),
-                               order_by=_NEWEST_FIRST['actions'])
+        own = _of_own_instances(context, actions.c.instance_uuid)
+        if marker is not None:
+            ref = _action(conn, instance_uuid, marker, *own)
+            if ref is None:
+                raise exception.MarkerNotFound(marker=marker)
+            where.append(sa.or_(actions.c.created_at < ref['created_at'], sa.and_(
+                actions.c.created_at == ref['created_at'], actions.c.id < ref['id'])))
+        stmt = sa.select(actions).where(*where, *own).order_by(*_NEWEST_FIRST['actions'])
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return utils.to_dicts(conn.execute(stmt))
 
 
 @_user_or_admin
@@ -771,6 +939,35 @@ def action_event_finish(context, values):
         if (values.get('result') or '').lower() == 'error':
             utils.update(conn, actions, [actions.c.id == event['action_id']],
                          {'message': 'Error'})
+        return event
+
+
+def _event_or_raise(conn, context, action_id, event_id):
+    own = _of_own_instances(context, actions.c.instance_uuid)
+    of_own_actions = [events.c.action_id.in_(sa.select(actions.c.id).where(*own))] if own else []
+    event = utils.fetch(conn, events, events.c.id == event_id, events.c.action_id == action_id,
+                        *of_own_actions)
+    if event is None:
+        raise exception.InstanceActionEventNotFound(event=event_id, action_id=action_id)
+    return event
+
+
+@_user_or_admin
+def action_event_get_by_id(context, action_id, event_id):
+    with _begin(context) as conn:
+        return _event_or_raise(conn, context, action_id, event_id)
+
+
+@_user_or_admin
+@utils.writer
+def action_event_finish_by_id(context, action_id, event_id, values):
+    """:func:`action_event_finish` of the one event ``event_id`` of ``action_id``: the event
+    a service started, told apart from the same event another attempt started since."""
+    with _begin(context) as conn:
+        _event_or_raise(conn, context, action_id, event_id)
+        event = utils.update_and_fetch(conn, events, [events.c.id == event_id], values)
+        if (values.get('result') or '').lower() == 'error':
+            utils.update(conn, actions, [actions.c.id == action_id], {'message': 'Error'})
         return event
 
 

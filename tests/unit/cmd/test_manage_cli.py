@@ -443,6 +443,9 @@ def test_server_create_passes_the_request_and_waits(run, compute):
     assert [(r['ID'], r['Host'], r['Status'], r['Power State'], r['Flavor'])
             for r in rows(out)] == [(uuids.a, 'c1', 'ACTIVE', 'Running', 'f1'),
                                     (uuids.b, 'c2', 'ACTIVE', 'Running', 'f1')]
+    # Task State as server list shows it (the openstack client's "None"), not blank
+    assert [r['Task State'] for r in rows(out)] == ['None', 'None']
+    assert [r['Task State'] for r in rows(run('server', 'list')[1])] == ['None', 'None']
 
 
 def test_server_create_takes_the_name_as_openstack_does(run, compute):
@@ -470,6 +473,24 @@ def test_server_create_wait_times_out(run, compute):
     assert code == 1
     assert err == 'Timed out after 1s waiting for 1 of 2 instance(s)\n'
     assert rows(out)[0]['Status'] == 'BUILD'
+
+
+def test_a_build_left_scheduling_says_what_to_check(run, compute):
+    run('flavor', 'create', 'f1', '--ram', 64, '--vcpus', 1, '--disk', 0)
+    compute.instances[uuids.a] = _instance(uuids.a, vm_state=instance_obj.BUILDING,
+                                           task_state='scheduling')
+    code, out, err = run('server', 'create', '--flavor', 'f1', '--wait', '--timeout', 1)
+    assert code == 1
+    assert err.startswith('Timed out after 1s waiting for 1 of 2 instance(s) (still '
+                          'scheduling: ') and 'minisched-cluster status' in err, err
+
+
+def test_server_list_long_adds_openstacks_long_columns(run, compute):
+    code, out, err = run('server', 'list', '--long', '-f', 'json')
+    assert (code, err) == (0, '')
+    listed = json.loads(out)
+    assert list(listed[0])[-5:] == ['Flavor ID', 'Image ID', 'Availability Zone',
+                                    'Properties', 'Created At']
 
 
 def test_server_list_filters_on_project_unless_all_projects(run, compute):

@@ -52,6 +52,8 @@ def test_every_help_is_clean(help_of):
             seen.add((category, action))
             assert 'usage: minisched-manage %s %s' % (category, action) in text
             assert 'action_kwarg' not in text.lower(), (category, action, text)
+            # help text, here and in the man pages, is plain: no reST markup leaks into it
+            assert '``' not in text and ':func:`' not in text, (category, action, text)
             assert ('-f {' in text) == ((category, action) in DISPLAYS), (category, action)
     assert DISPLAYS <= seen
 
@@ -62,9 +64,9 @@ def test_list_help_offers_openstacks_output_options(help_of):
                    '--sort-ascending', '--sort-descending', '--all-projects', '--host HOST'):
         assert option in text, option
     assert '--all ' not in text  # the deprecated spelling works, unadvertised
+    assert '--long' in text  # as the openstack client's
     assert 'Instance name or UUID' in help_of('server', 'show')
     assert 'Instance name or UUID' in help_of('server', 'delete')
-
 
 
 def test_a_reader_that_stopped_ends_the_command_quietly(tmp_path):
@@ -86,3 +88,29 @@ def test_a_reader_that_stopped_ends_the_command_quietly(tmp_path):
     finally:
         os.close(write)
     assert (result.returncode, result.stderr) == (1, '')
+
+
+def _manage(*args, env=None):
+    import os
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, '-m', 'minisched.cmd.manage'] + list(args),
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, **(env or {})))
+
+
+def test_a_mistyped_category_gets_one_line_with_the_closest_name(tmp_path):
+    conf = tmp_path / 'minisched.conf'
+    conf.write_text('')
+    result = _manage('--config-file', str(conf), 'sever', 'list')
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [result.stderr.strip()], result.stderr
+    assert "unknown category 'sever'; did you mean 'server'?" in result.stderr
+    assert "did you mean" not in _manage('xyzzy').stderr
+
+
+def test_nova_manage_spelling_of_the_cell_category_is_accepted(help_of):
+    assert 'discover_hosts' in help_of('cell_v2')
+    assert manage.unknown_category(['minisched-manage', '--config-file', 'f', 'cell_v2',
+                                    'discover_hosts']) is None
+    assert manage.unknown_category(['minisched-manage', '--debug', 'cel']) == 'cel'

@@ -92,7 +92,7 @@ class TestBuildThroughAnOutage(BuildTestCase):
         instance = self._instance()
         saves = self._fail_calls(objects.Instance, 'save', _outage(3))
         events = self._fail_calls(instance_action.InstanceActionEvent,
-                                  'event_finish_with_failure', _outage(2))
+                                  'finish_with_failure', _outage(2))
         self.assertEqual(build.ACTIVE, self._build(instance))
         self.assertEqual(([], []), (saves, events))
         self.assertEqual(('active', None, HOST), self._state())
@@ -127,7 +127,7 @@ class TestBuildThroughAnOutage(BuildTestCase):
             for cls, method in ((objects.Instance, 'save'),
                                 (instance_fault.InstanceFault, 'create'),
                                 (instance_action.InstanceActionEvent,
-                                 'event_finish_with_failure')):
+                                 'finish_with_failure')):
                 self._fail_calls(cls, method, _outage(100))
         with mock.patch.object(self.manager.driver, 'spawn', spawn_then_outage):
             self.assertEqual(build.FAILED, self._build(instance))
@@ -156,7 +156,7 @@ class TestBuildThroughAnOutage(BuildTestCase):
         saves = self._fail_calls(objects.Instance, 'save', gave_up)
         faults = self._fail_calls(instance_fault.InstanceFault, 'create', gave_up[:2])
         events = self._fail_calls(instance_action.InstanceActionEvent,
-                                  'event_finish_with_failure', gave_up[2:])
+                                  'finish_with_failure', gave_up[2:])
         with self.assertLogs('minisched.compute.build', 'WARNING') as logs:
             self.assertEqual(build.FAILED, self._build(instance))
         self.assertEqual(([], [], []), (saves, faults, events))
@@ -206,6 +206,8 @@ class TestBuildEndedElsewhere(BuildTestCase):
         instance = self._instance(vm_state='error', task_state=None)
         self.assertEqual(build.DUPLICATE, self._build(instance))
         self.assertEqual([], self.manager.driver.list_instances())
+        # Its event says so: a second Success would count the instance as built twice.
+        self.assertEqual([(EVENT, HOST, 'Error')], self._events())
 
 
 class TestInitInstance(BuildTestCase):

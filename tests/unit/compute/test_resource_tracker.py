@@ -439,3 +439,62 @@ class TestNUMAAndPCIClaims(_TrackerTestCase):
         self.rt = resource_tracker.ResourceTracker(self.conf, 'host1', self.driver)
         self._update()
         self.assertEqual([(0, 1)], self._node_usage()[1])
+
+
+class TestRefreshAndClaimOverlap(_TrackerTestCase):
+    """Usage stays what the instances hold whatever fails or repeats between a refresh and
+    a claim: the scheduler decides on it until the next refresh."""
+
+    def setUp(self):
+        super().setUp()
+        self._update()   # 8 vCPU / 8192 MB (512 reserved) / 100 GB, nothing running
+
+    def test_a_failed_refresh_leaves_the_reserved_memory_counted(self):
+        self.conductor.class_results[('InstanceList', 'get_by_host_and_node')] = \
+            exception.DBTransientError(reason='connection refused')
+        self.assertRaises(exception.DBTransientError, self._update)
+        node = self.rt.compute_nodes[NODE]
+        self.assertEqual((512, 0, 0), (node.memory_mb_used, node.vcpus_used,
+                                       node.local_gb_used))
+        instance = self._instance('new', vm_state=instance_obj.BUILDING, host=None, node=None,
+                                  memory_mb=1024, vcpus=1, root_gb=10)
+        self.rt.instance_claim(self.ctxt, instance, NODE, {})
+        self.assertEqual((512 + 1024, 1, 10), (node.memory_mb_used, node.vcpus_used,
+                                               node.local_gb_used))
+
+    def test_a_claim_retried_after_a_refresh_counted_it_counts_it_once(self):
+        """The first save of the claim was written but its answer lost; a refresh read the
+        instance on this node before the claim was tried again."""
+        instance = self._instance('new', vm_state=instance_obj.BUILDING, host=None, node=None,
+                                  memory_mb=1024, vcpus=2, root_gb=10)
+        tries = []
+
+        def save():
+            tries.append(1)
+            if len(tries) == 1:
+                raise exception.DBTransientError(reason='answer lost')
+        self.assertRaises(exception.DBTransientError, self.rt.instance_claim, self.ctxt,
+                          instance, NODE, {}, save=save)
+        self.instances = [self._instance('new', memory_mb=1024, vcpus=2, root_gb=10)]
+        node = self._update()
+        self.assertEqual(512 + 1024, node.memory_mb_used)
+        self.rt.instance_claim(self.ctxt, instance, NODE, {'memory_mb': 8192 - 512}, save=save)
+        self.assertEqual((512 + 1024, 2, 10), (node.memory_mb_used, node.vcpus_used,
+                                               node.local_gb_used))
+        self.assertEqual('1', node.stats['num_instances'])
+
+    def test_a_refused_claim_of_a_counted_instance_leaves_it_counted(self):
+        """A repeated build message for an instance a refresh counts: the conditional save
+        refuses it, and the instance stays counted."""
+        self.instances = [self._instance('running', memory_mb=1024, vcpus=2, root_gb=10)]
+        node = self._update()
+        again = self._instance('running', memory_mb=1024, vcpus=2, root_gb=10)
+
+        def refused():
+            raise exception.UnexpectedTaskStateError(instance_uuid=again.uuid,
+                                                     expected='scheduling', actual=None)
+        self.assertRaises(exception.UnexpectedTaskStateError, self.rt.instance_claim,
+                          self.ctxt, again, NODE, {}, save=refused)
+        self.assertEqual((512 + 1024, 2, 10), (node.memory_mb_used, node.vcpus_used,
+                                               node.local_gb_used))
+        self.assertIn(again.uuid, self.rt.tracked_instances)

@@ -10,6 +10,8 @@ from unittest import mock
 import warnings
 
 from oslo_db import exception as db_exc
+import psycopg2
+from sqlalchemy import exc as sa_exc
 
 from minisched.conductor import compute_task
 from minisched.conductor import db_errors
@@ -181,6 +183,39 @@ class TestBuildInstancesRefusals(ComputeTaskTestCase):
                 self.assertIn('field/attribute instances', '\n'.join(logs.output))
 
 
+class TestBuildInstancesDatabaseErrors(ComputeTaskTestCase):
+    """A transient database error while build_instances schedules is the task's to retry
+    (as the adoption of orphans reaches it too), never the build's failure."""
+
+    def _build(self):
+        instance = instance_obj.Instance(self.ctxt, uuid=uuids.instance, project_id='p',
+                                         user_id='u', display_name='web',
+                                         vm_state=instance_obj.BUILDING,
+                                         task_state=instance_obj.SCHEDULING, metadata={},
+                                         system_metadata={}, flavor=fakes.fake_flavor())
+        instance.create()
+        with self.assertLogs(db_errors.LOG, 'ERROR') as logs:
+            self.manager.build_instances(
+                self.ctxt, [instance], {}, {}, None, [], None, [],
+                request_spec=request_spec_obj.RequestSpec(flavor=fakes.fake_flavor()),
+                host_lists=None)
+        return '\n'.join(logs.output)
+
+    def test_past_the_bound_the_fault_names_the_database(self):
+        self.flags(db_retry_timeout_seconds=0, group='conductor')
+        error = sa_exc.OperationalError('SELECT', {}, psycopg2.OperationalError('refused'))
+        error.orig.minisched_database = 'the API database'
+        with mock.patch.object(compute_task.scheduler_utils, 'setup_instance_group',
+                               side_effect=error):
+            log = self._build()
+        message = ('The API database was unavailable for 0 seconds: OperationalError: '
+                   '(psycopg2.OperationalError) refused')
+        self.assertIn('Giving up building %s: %s' % (uuids.instance, message), log)
+        stored = instance_obj.Instance.get_by_uuid(self.ctxt, uuids.instance)
+        self.assertEqual(instance_obj.ERROR, stored.vm_state)
+        self.assertEqual(message, self.fault().message)
+
+
 class _KilledConductorCase(ComputeTaskTestCase):
     """A conductor killed half-way through a build cast: the instance is in its cell."""
 
@@ -266,6 +301,16 @@ class TestOrphanedPlacedBuild(_KilledConductorCase):
         self.assertEqual(1, kwargs['filter_properties']['retry']['num_attempts'])
         self.assertFalse(self.cast.called)  # not the path of a build request still there
         self.assertEqual(1, len(instance_obj.InstanceList.get_by_filters(self.ctxt, {})))
+
+    def test_the_compute_is_given_the_security_groups_by_uuid_or_name(self):
+        from minisched.objects import security_group as security_group_obj
+        groups = security_group_obj.SecurityGroupList.from_names(['default'])
+        groups.objects.append(security_group_obj.SecurityGroup(name='web', uuid=uuids.web))
+        self.spec.security_groups = groups
+        self.spec.save()  # what the API stored
+        with self.assertLogs(compute_task.LOG, 'WARNING'):
+            self.deliver(redelivered=True)
+        self.assertEqual(['default', uuids.web], self.build.call_args.kwargs['security_groups'])
 
     def test_a_build_a_compute_claimed_meanwhile_is_left_to_it(self):
         def claim():

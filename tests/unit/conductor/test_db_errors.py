@@ -176,12 +176,13 @@ class TestComputeTaskRetry(base.TestCase):
     def setUp(self):
         super().setUp()
         self.use_fake_transport()
-        self.flags(long_rpc_timeout=60)
+        self.flags(db_retry_timeout_seconds=60, group='conductor')
         self.manager = db_errors.ComputeTaskManager(self.conf, 'conductor1')
         self.clock = FakeClock()
-        patcher = mock.patch.object(utils, 'time', self.clock)
-        patcher.start()
-        self.addCleanup(patcher.stop)
+        for module in (utils, db_errors):
+            patcher = mock.patch.object(module, 'time', self.clock)
+            patcher.start()
+            self.addCleanup(patcher.stop)
 
     def test_transient_failure_runs_the_task_again_with_fresh_arguments(self):
         seen = []
@@ -197,14 +198,50 @@ class TestComputeTaskRetry(base.TestCase):
         self.assertEqual([[(base.uuids.i1, False)]] * 3, seen)
         self.assertEqual([1, 2], self.clock.sleeps)
 
-    def test_other_failures_and_exhausted_retries_are_raised(self):
+    def test_other_failures_are_raised(self):
         with mock.patch(self.HANDLER, side_effect=ValueError('bug')) as handler:
             self.assertRaises(ValueError, self.manager.build_instances, None, [], image={})
         self.assertEqual(1, handler.call_count)
-        self.flags(long_rpc_timeout=20)
-        with mock.patch(self.HANDLER, side_effect=db_exc.DBDeadlock()) as handler:
-            self.assertRaises(db_exc.DBDeadlock, self.manager.build_instances, None, [],
-                              image={})
+
+    def test_exhausted_retries_end_the_builds_naming_the_database(self):
+        self.flags(db_retry_timeout_seconds=20, group='conductor')
+        error = sa_exc.OperationalError('SELECT 1', {}, psycopg2.OperationalError('refused'))
+        error.orig.minisched_database = 'the database of cell cell1'
+        instance = objects.Instance(uuid=base.uuids.i1)
+        with mock.patch(self.HANDLER, side_effect=error) as handler, \
+                mock.patch.object(self.manager, '_set_error') as set_error:
+            self.manager.build_instances(None, [instance], image={})
         # runs at 0, 1, 3 and 7 s; the next would start after the 20 s bound
         self.assertEqual([1, 2, 4, 8], self.clock.sleeps)
         self.assertEqual(5, handler.call_count)
+        (_ctx, failed, fault, method), _kw = set_error.call_args
+        self.assertEqual((base.uuids.i1, 'build_instances'), (failed.uuid, method))
+        self.assertIsInstance(fault, exception.DatabaseUnavailable)
+        self.assertEqual('The database of cell cell1 was unavailable for 20 seconds: '
+                         'OperationalError: (psycopg2.OperationalError) refused',
+                         fault.format_message())
+
+    def test_a_task_run_inside_another_shares_its_bound(self):
+        """build_instances run by a schedule_and_build_instances (adopting orphans) retries
+        until the outer task's deadline, not a deadline of its own, then both give up."""
+        self.flags(db_retry_timeout_seconds=20, group='conductor')
+        inner_runs = []
+
+        def inner(context, instances, *args, **kwargs):
+            inner_runs.append(self.clock.now)
+            raise db_exc.DBConnectionError()
+
+        def outer(context, build_requests, request_specs, *args, **kwargs):
+            self.clock.sleep(10)  # the outer task's own work before it adopts
+            self.manager.build_instances(None, [objects.Instance(uuid=base.uuids.i1)],
+                                         image={})
+        with mock.patch(self.HANDLER, side_effect=inner), \
+                mock.patch('minisched.conductor.compute_task.ComputeTaskManager.'
+                           'schedule_and_build_instances', side_effect=outer) as handler, \
+                mock.patch.object(self.manager, '_set_error') as set_error, \
+                mock.patch.object(self.manager, '_bury_pending') as bury:
+            self.manager.schedule_and_build_instances(None, [], [], image={})
+        self.assertEqual([10, 11, 13, 17], inner_runs)  # then 25 > 20: the shared bound
+        self.assertEqual(1, handler.call_count)
+        self.assertEqual(1, set_error.call_count)
+        self.assertEqual(1, bury.call_count)

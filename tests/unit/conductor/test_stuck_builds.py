@@ -48,7 +48,7 @@ class StuckBuildsTestCase(sqlite_databases.SqliteDatabases, base.TestCase):
                                                             host=host)
             if event == 'schedule' or not event_open:
                 instance_action.InstanceActionEvent.event_finish_with_failure(
-                    actx, uuid, event, want_result=False, host=host)
+                    actx, uuid, event, want_result=False)
         self._age(uuid, age, ctxt)
         return instance
 

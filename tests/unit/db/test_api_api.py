@@ -241,6 +241,10 @@ def test_request_specs(ctx):
         db.request_spec_create(ctx, 'i1', '{}')
     assert db.request_spec_update(ctx, 'i1', '{"num_instances": 2}')['spec'] == (
         '{"num_instances": 2}')
+    db.request_spec_create(ctx, 'i2', '{}')
+    assert [s['instance_uuid'] for s in
+            db.request_spec_get_by_instance_uuids(ctx, ['i2', 'i1', 'i9'])] == ['i1', 'i2']
+    assert db.request_spec_get_by_instance_uuids(ctx, []) == []
     db.request_spec_destroy(ctx, 'i1')
     for call in (db.request_spec_get_by_instance_uuid, db.request_spec_destroy):
         with pytest.raises(exception.RequestSpecNotFound):

@@ -89,7 +89,7 @@ def test_elevated_is_a_copy_and_read_deleted_is_checked():
     assert (user.is_admin, user.roles, user.read_deleted) == (False, ['member'], 'no')
     with pytest.raises(ValueError):
         user.read_deleted = 'maybe'
-    with pytest.raises(ValueError):
+    with pytest.raises(exception.InvalidContext, match="read_deleted is 'maybe'"):
         ms_context.RequestContext.from_dict(dict(user.to_dict(), read_deleted='maybe'))
 
 
@@ -358,6 +358,11 @@ def test_request_specs_follow_the_instance_mapping(ctx, alice, mallory):
     _refused(api_db.request_spec_destroy, error, mallory, 'i1')
     assert api_db.request_spec_get_by_instance_uuid(ctx, 'i1')['spec'] == '{}'
     assert api_db.request_spec_update(alice, 'i1', '{"n": 1}')['spec'] == '{"n": 1}'
+    # Several at once: only those the caller may see.
+    assert [s['instance_uuid'] for s in
+            api_db.request_spec_get_by_instance_uuids(mallory, ['i1', 'i2'])] == []
+    assert [s['instance_uuid'] for s in
+            api_db.request_spec_get_by_instance_uuids(alice, ['i1', 'i2'])] == ['i1']
     api_db.request_spec_destroy(alice, 'i1')
 
 
@@ -411,3 +416,24 @@ def test_instance_groups_refuse_anonymous_contexts(ctx):
     with pytest.raises(exception.Forbidden):
         _group(anonymous)
     assert api_db.instance_group_get(ctx, group['uuid'])['members'] == ['i1']
+
+
+def test_services_are_read_by_admins_and_users_not_anonymous_contexts(ctx, alice):
+    service = db.service_create(ctx, {'host': HOST, 'binary': 'minisched-compute',
+                                      'topic': 'compute', 'report_count': 0})
+    anonymous = ms_context.RequestContext()
+    reads = [(db.service_get, (service['id'],)),
+             (db.service_get_by_uuid, (service['uuid'],)),
+             (db.service_get_by_host_and_binary, (HOST, 'minisched-compute')),
+             (db.service_get_by_host_and_topic, (HOST, 'compute')),
+             (db.service_get_all, ()),
+             (db.service_get_all_by_topic, ('compute',)),
+             (db.service_get_all_by_binary, ('minisched-compute',)),
+             (db.service_get_all_by_host, (HOST,)),
+             (db.service_get_by_compute_host, (HOST,)),
+             (db.service_get_minimum_version, (['minisched-compute'],))]
+    for call, args in reads:
+        with pytest.raises(exception.Forbidden):
+            call(anonymous, *args)
+        call(ctx, *args)
+        call(alice, *args)

@@ -95,7 +95,8 @@ def test_same_object_from_a_primitive_as_oslo_versionedobjects(label, obj):
 def test_loading_still_validates_every_value():
     primitive = fakes.fake_spec(memory_mb=1024).obj_to_primitive()
     primitive['minisched_object.data']['num_instances'] = 'many'
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^RequestSpec.num_instances: invalid literal for "
+                                         "int"):
         request_spec.RequestSpec.obj_from_primitive(primitive)
 
 

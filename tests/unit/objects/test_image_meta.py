@@ -58,10 +58,39 @@ class TestImageMetaProps(test_base.TestCase):
                          props.obj_to_primitive()['minisched_object.data'])
 
     def test_invalid_enum_value_is_rejected(self):
-        for name, value in (('hw_architecture', 'sparc'), ('img_hv_type', 'bhyve'),
-                            ('hw_vm_mode', 'bogus')):
+        for name, value in (('hw_architecture', 'z80'), ('img_hv_type', 'vmware-esx'),
+                            ('hw_vm_mode', 'bogus'), ('hw_disk_bus', 'nvme'),
+                            ('hw_video_model', 'svga'), ('os_type', 'beos'),
+                            ('img_config_drive', 'always'),
+                            ('img_hv_requested_version', 'newest')):
             with self.assertRaises(ValueError, msg=name):
                 _props(**{name: value})
+
+    def test_every_nova_architecture_and_hypervisor_type_is_accepted(self):
+        props = _props(hw_architecture='SPARC64', img_hv_type='bhyve')
+        self.assertEqual(('sparc64', 'bhyve'), (props.hw_architecture, props.img_hv_type))
+
+    def test_enum_properties_take_novas_aliases(self):
+        props = _props(os_type='Windows', hw_vif_model='VirtualE1000',
+                       hw_scsi_model='lsiLogicSAS')
+        self.assertEqual(('windows', 'e1000', 'lsisas1068'),
+                         (props.os_type, props.hw_vif_model, props.hw_scsi_model))
+
+    def test_vmware_adapter_type_sets_the_disk_bus_and_scsi_model(self):
+        self.assertEqual(('ide', None), (_props(vmware_adaptertype='ide').hw_disk_bus,
+                                         _props(vmware_adaptertype='ide').get('hw_scsi_model')))
+        props = _props(vmware_adaptertype='paravirtual')
+        self.assertEqual(('scsi', 'vmpvscsi'), (props.hw_disk_bus, props.hw_scsi_model))
+        # The current name wins over what the legacy one implies.
+        self.assertEqual('virtio', _props(hw_disk_bus='virtio',
+                                          vmware_adaptertype='ide').hw_disk_bus)
+
+    def test_legacy_names_of_nova_map_to_current_ones(self):
+        props = _props(owner_id='p1', xenapi_device_id='2', mappings=[{'virtual': 'root'}],
+                       bdm_v2='true', root_device_name='/dev/vda')
+        self.assertEqual(('p1', 2, [{'virtual': 'root'}], True, '/dev/vda'),
+                         (props.img_owner_id, props.hw_device_id, props.img_mappings,
+                          props.img_bdm_v2, props.img_root_device_name))
 
     def test_get_returns_default_for_unset_and_rejects_unknown_names(self):
         props = _props(hw_disk_bus='scsi')
@@ -186,6 +215,39 @@ class TestNUMAImageProperties(test_base.TestCase):
             if kept:
                 self.assertIn(kept, data, version)
         for name, value, version in (('hw_cpu_policy', 'mixed', '1.25'),
-                                     ('hw_pci_numa_affinity_policy', 'socket', '1.27')):
+                                     ('hw_pci_numa_affinity_policy', 'socket', '1.27'),
+                                     ('hw_mem_encryption_model', 'intel-tdx', '1.43'),
+                                     ('hw_mem_encryption_model', 'amd-sev-snp', '1.42'),
+                                     ('hw_vif_model', 'igb', '1.38'),
+                                     ('hw_video_model', 'bochs', '1.29'),
+                                     ('hw_video_model', 'virtio', '1.21'),
+                                     ('hw_disk_bus', 'lxc', '1.5')):
             self.assertRaises(exception.ObjectActionError,
                               _props(**{name: value}).obj_to_primitive, target_version=version)
+            _props(**{name: value}).obj_to_primitive(  # the version that has the value
+                target_version='1.%d' % (int(version.split('.')[1]) + 1))
+
+    def test_backports_drop_the_properties_of_later_versions(self):
+        props = _props(hw_mem_encryption_model='amd-sev', hw_usb_model='qemu-xhci',
+                       hw_sound_model='ich9', hw_firmware_stateless='true',
+                       hw_tpm_model='tpm-crb', hw_pointer_model='usbtablet',
+                       os_admin_user='root', hw_vif_multiqueue_enabled='yes')
+        for version, gone, kept in (('1.41', 'hw_mem_encryption_model', 'hw_usb_model'),
+                                    ('1.40', 'hw_usb_model', 'hw_sound_model'),
+                                    ('1.39', 'hw_sound_model', 'hw_firmware_stateless'),
+                                    ('1.37', 'hw_firmware_stateless', 'hw_tpm_model'),
+                                    ('1.26', 'hw_tpm_model', 'hw_pointer_model'),
+                                    ('1.13', 'hw_pointer_model', 'os_admin_user'),
+                                    ('1.4', 'os_admin_user', 'hw_vif_multiqueue_enabled'),
+                                    ('1.3', 'hw_vif_multiqueue_enabled', None)):
+            data = props.obj_to_primitive(target_version=version)['minisched_object.data']
+            self.assertNotIn(gone, data, version)
+            if kept:
+                self.assertIn(kept, data, version)
+
+    def test_disabled_watchdog_is_left_out_before_1_16(self):
+        props = _props(hw_watchdog_action='disabled')
+        self.assertNotIn('hw_watchdog_action', props.obj_to_primitive(
+            target_version='1.15')['minisched_object.data'])
+        self.assertEqual('disabled', props.obj_to_primitive(
+            target_version='1.16')['minisched_object.data']['hw_watchdog_action'])

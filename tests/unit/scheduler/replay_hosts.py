@@ -1,7 +1,10 @@
-"""Small hand-sized snapshots for the snapshot, record and replay tests."""
+"""Small hand-sized snapshots, and small filesystems, for the snapshot, record and replay
+tests."""
 import datetime
+import os
+import subprocess
 
-from minisched.scheduler import snapshot
+from minisched.scheduler.replay import snapshot
 
 TAKEN = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
 SMALL = {'id': 1, 'flavorid': 'f-small', 'name': 'small', 'memory_mb': 1024, 'vcpus': 1,
@@ -39,3 +42,39 @@ def two_hosts(**sections):
     """Hosts ``a`` and ``b`` (4 vCPUs, 4 GB, 40 GB each, empty), the small and big flavors."""
     return snapshot.from_rows([pair(1, 'a'), pair(2, 'b')], taken=TAKEN,
                               flavors=[SMALL, BIG], **sections)
+
+
+def mount_tmpfs(point, *options):
+    """Mount a tmpfs with ``options`` (``size=64k``, ``ro``...) on the directory ``point``;
+    the command that unmounts it. Needs root: without, None under ``CI=true`` (the caller
+    fails), else the error for a skip."""
+    done = subprocess.run(['mount', '-t', 'tmpfs', '-o', ','.join(options or ('size=64k',)),
+                           'tmpfs', str(point)], capture_output=True, text=True)
+    if done.returncode:
+        return None, 'cannot mount a tmpfs (needs root): %s' % done.stderr.strip()
+    return ['umount', '-l', str(point)], None
+
+
+def need_tmpfs(point, *options):
+    """:func:`mount_tmpfs`, or a failure under ``CI=true`` / a skip elsewhere; returns the
+    unmount command."""
+    import pytest
+    umount, error = mount_tmpfs(point, *options)
+    if error:
+        if os.environ.get('CI', '').lower() == 'true':
+            pytest.fail(error)
+        pytest.skip(error)
+    return umount
+
+
+def fill(directory):
+    """Take every free page of the filesystem of ``directory`` (a file named ``filler``);
+    its path."""
+    path = os.path.join(str(directory), 'filler')
+    with open(path, 'wb', buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b'x' * 4096)
+        except OSError:
+            pass
+    return path

@@ -11,6 +11,7 @@ from oslo_utils.fixture import uuidsentinel as uuids
 
 from minisched import context
 from minisched import exception
+from minisched import objects
 from minisched.objects import request_spec
 from minisched import rpc
 from minisched.scheduler import filter_scheduler
@@ -127,6 +128,30 @@ class TestSchedule(SchedulerTestCase):
         message = self._both(self.HOSTS, fakes.fake_spec(memory_mb=30000))
         self.assertIn('There are not enough hosts available.', message)
         self.assertIn('RamFilter rejected 3 of 3', message)
+
+    def test_no_valid_host_names_the_cells_that_did_not_answer(self):
+        """A cell whose database failed its read is not "not enough hosts": the error names
+        it and since when (the conductor waits for it), and a cell that answers again is
+        not named."""
+        cell2 = objects.CellMapping(uuid=uuids.cell2, name='cell2')
+        fs = self._scheduler(self.HOSTS)
+        hm = fs.host_manager
+        hm.cells = hm.enabled_cells = [None, cell2]
+        hm._mark_cell_down(uuids.cell2, OSError('refused'))
+        since = hm._down_cells[uuids.cell2]
+        hm._mark_cell_down(uuids.cell2, OSError('refused again'))  # since the first failure
+        with self.assertRaises(exception.CellsUnreachable) as raised:
+            fs._schedule(self.ctxt, fakes.fake_spec(memory_mb=30000), None)
+        error = raised.exception
+        self.assertEqual(['cell2'], error.kwargs['cells'])
+        self.assertTrue(error.format_message().startswith(
+            'No valid host was found. Cell cell2 unreachable since %s; their hosts could not '
+            'be considered. There are not enough hosts available.'
+            % since.strftime('%Y-%m-%dT%H:%M:%SZ')), error.format_message())
+        hm._down_cells.pop(uuids.cell2)
+        with self.assertRaises(exception.NoValidHost) as raised:
+            fs._schedule(self.ctxt, fakes.fake_spec(memory_mb=30000), None)
+        self.assertNotIsInstance(raised.exception, exception.CellsUnreachable)
 
     def test_forced_host_skips_filters_and_gets_no_limits(self):
         spec = fakes.fake_spec(memory_mb=30000, force_hosts=['SMALL'])

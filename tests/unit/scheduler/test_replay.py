@@ -1,18 +1,23 @@
 """Recording requests, and replaying them over a snapshot: the figures, checked by hand."""
+import errno
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 
 from minisched.cmd import manage_scheduler_replay as replay_cmd
 from minisched import context
 from minisched import exception
 from minisched import rpc
+from minisched.objects import request_spec
 from minisched.scheduler import manager
-from minisched.scheduler import offline
-from minisched.scheduler import recorder
-from minisched.scheduler import replay
-from minisched.scheduler import snapshot
+from minisched.scheduler.replay import files
+from minisched.scheduler.replay import offline
+from minisched.scheduler.replay import recorder
+from minisched.scheduler.replay import run as replay
+from minisched.scheduler.replay import snapshot
+from minisched.scheduler.replay import trace
 from tests.unit import base
 from tests.unit.scheduler import replay_hosts
 
@@ -31,7 +36,7 @@ class _Case(base.TestCase):
         path = os.path.join(self.tmp, 'mix.json')
         with open(path, 'w') as handle:
             json.dump([{'flavor': name, 'count': count} for name, count in entries], handle)
-        return replay.described_requests(self.snapshot, mix=path)
+        return trace.described_requests(self.snapshot, mix=path)
 
     def _replay(self, requests, name='spread'):
         return replay.replay(self.snapshot, requests, replay.scheduler_for(self.conf, name),
@@ -43,8 +48,8 @@ class TestReplayFigures(_Case):
     10 GB) then a big (4 GB) request."""
 
     def _requests(self):
-        smalls = replay.described_requests(self.snapshot, flavor='small', count=3)
-        return smalls + replay.described_requests(self.snapshot, flavor='big', count=1)
+        smalls = trace.described_requests(self.snapshot, flavor='small', count=3)
+        return smalls + trace.described_requests(self.snapshot, flavor='big', count=1)
 
     def test_spreading_places_small_ones_alternately_and_the_big_one_nowhere(self):
         outcome = self._replay(self._requests())
@@ -96,7 +101,7 @@ class TestReplayFigures(_Case):
         self.snapshot = snapshot.from_rows(
             [replay_hosts.pair(1, 'a', beat=late), replay_hosts.pair(2, 'b')],
             taken=replay_hosts.TAKEN, flavors=[replay_hosts.SMALL])
-        outcome = self._replay(replay.described_requests(self.snapshot, flavor='small',
+        outcome = self._replay(trace.described_requests(self.snapshot, flavor='small',
                                                           count=5))
         # b reported at the snapshot's time, however long ago that is now: it is up.
         self.assertEqual([[('b', 'b')]] * 4 + [None], outcome.placements)
@@ -126,7 +131,7 @@ class TestRecording(_Case):
         from minisched.objects import request_spec
         return [request_spec.RequestSpec.obj_from_primitive(r.spec)
                 for name, count in entries
-                for r in replay.described_requests(self.snapshot, flavor=name, count=count)]
+                for r in trace.described_requests(self.snapshot, flavor=name, count=count)]
 
     def test_recorded_requests_replay_to_the_same_answers(self):
         self.flags(group='scheduler', record_requests_to=os.path.join(self.tmp, 'rec'))
@@ -136,7 +141,7 @@ class TestRecording(_Case):
             self._select(mgr, spec, 1)
         self.assertRaises(Exception, self._select, mgr, specs[5], 1)  # NoValidHost
         self._select(mgr, self._specs(('small', 1))[0], 1)
-        requests = replay.load_trace(os.path.join(self.tmp, 'rec'))
+        requests = trace.load_trace(os.path.join(self.tmp, 'rec'))
         self.assertEqual(7, len(requests))
         self.assertEqual('NoValidHost', requests[5].recorded)
         self.assertEqual([('b', 'b')], requests[1].recorded)
@@ -144,6 +149,65 @@ class TestRecording(_Case):
         self.assertEqual((7, 7), outcome.reproduced)
         self.assertEqual([r.recorded if r.recorded != 'NoValidHost' else None
                           for r in requests], outcome.placements)
+
+    def _small_filesystem(self, size='64k'):
+        """A tmpfs of ``size`` mounted in the test's directory (root only), unmounted after."""
+        point = os.path.join(self.tmp, 'small')
+        os.mkdir(point)
+        self.addCleanup(subprocess.run, replay_hosts.need_tmpfs(point, 'size=' + size),
+                        check=True)
+        return point
+
+    def test_a_full_disk_leaves_whole_lines_and_the_trace_replays(self):
+        point = self._small_filesystem()
+        rec_dir = os.path.join(point, 'rec')
+        self.flags(group='scheduler', record_requests_to=rec_dir)
+        mgr = self._manager()
+        specs = self._specs(('small', 7))
+        for spec in specs[:2]:
+            self._select(mgr, spec, 1)
+        (trace_path,) = [os.path.join(rec_dir, n) for n in os.listdir(rec_dir)]
+        size = os.path.getsize(trace_path)
+        line = max(len(x) for x in open(trace_path, 'rb'))
+        filler = replay_hosts.fill(point)
+        with self.assertRaises(OSError) as full:
+            with open(os.path.join(point, 'more'), 'wb', buffering=0) as handle:
+                handle.write(b'x' * 4096)
+        self.assertEqual(errno.ENOSPC, full.exception.errno)
+        # The trace's last page has room for part of a line, not a whole one: the next
+        # record is written part way before ENOSPC.
+        self.assertTrue(0 < 4096 - size % 4096 < line, (size, line))
+        with self.assertLogs(recorder.LOG, 'WARNING') as logs:
+            for spec in specs[2:5]:
+                self.assertEqual(1, len(self._select(mgr, spec, 1)))  # answered as usual
+        self.assertIn('No space left on device', logs.output[0])
+        self.assertEqual(size, os.path.getsize(trace_path))  # the part written, cut off
+        os.unlink(filler)
+        for spec in specs[5:]:
+            self._select(mgr, spec, 1)
+        skipped = []
+        requests = trace.load_trace(rec_dir, skipped)
+        self.assertEqual([], skipped)
+        self.assertEqual(4, len(requests))  # the 2 before and the 2 after the full disk
+        with open(trace_path, 'rb') as handle:
+            self.assertEqual(4, sum(1 for x in handle if x.endswith(b'\n')))
+        self.assertEqual(4, len(self._replay(requests).placements))
+
+    def test_a_line_cut_by_a_killed_writer_is_dropped_when_recording_resumes(self):
+        rec_dir = os.path.join(self.tmp, 'rec')
+        self.flags(group='scheduler', record_requests_to=rec_dir)
+        mgr = self._manager()
+        self._select(mgr, self._specs(('small', 1))[0], 1)
+        (trace_path,) = [os.path.join(rec_dir, n) for n in os.listdir(rec_dir)]
+        with open(trace_path, 'rb') as handle:
+            whole = handle.read()
+        with open(trace_path, 'ab') as handle:
+            handle.write(whole[:len(whole) // 2])  # what a process killed mid-write leaves
+        mgr = self._manager()  # a new process: the recorder opens the file again
+        self._select(mgr, self._specs(('small', 1))[0], 1)
+        skipped = []
+        self.assertEqual(2, len(trace.load_trace(trace_path, skipped)))
+        self.assertEqual([], skipped)
 
     def test_an_unwritable_directory_warns_once_and_fails_no_request(self):
         blocker = os.path.join(self.tmp, 'a-file')
@@ -185,32 +249,83 @@ class TestBadInput(_Case):
             handle.write(text)
         return path
 
-    def test_a_trace_line_cut_short_is_refused_with_its_number(self):
-        good = json.dumps({'version': 1, 'request_spec': {}, 'time': 't'})
-        path = self._file('requests-1.jsonl', good + '\n' + good[:20])
-        with self.assertRaises(exception.InvalidTrace) as caught:
-            replay.load_trace(path)
-        self.assertIn('line 2 is not JSON', caught.exception.format_message())
+    def _recorded(self, count=2):
+        """A trace file of ``count`` recorded requests (NoValidHost answers); its lines."""
+        rec = recorder.RequestRecorder(os.path.join(self.tmp, 'rec'))
+        spec = request_spec.RequestSpec.obj_from_primitive(
+            trace.described_requests(self.snapshot, flavor='small', count=1)[0].spec)
+        for _ in range(count):
+            rec.finish(rec.start(spec, [base.uuids.vm], False),
+                       error=exception.NoValidHost(reason='none'))
+        path = rec._path()
+        with open(path) as handle:
+            return path, handle.read().splitlines()
 
-    def test_a_trace_of_another_version_is_refused(self):
+    def test_a_trace_line_cut_short_is_skipped_and_named(self):
+        path, lines = self._recorded(2)
+        self._file(path, lines[0] + '\n' + lines[1][:40])
+        skipped = []
+        requests = trace.load_trace(path, skipped)
+        self.assertEqual(1, len(requests))
+        self.assertEqual([(path, 2)], [(p, n) for p, n, _why in skipped])
+        self.assertIn('not JSON (cut short?)', skipped[0][2])
+        self.assertEqual(['line 2 of %s skipped: %s' % (path, skipped[0][2])],
+                         trace.describe_skipped(skipped))
+
+    def test_hostile_trace_lines_are_skipped_each_with_its_reason(self):
+        path, lines = self._recorded(1)
+        good = json.loads(lines[0])
+        flavor = good['request_spec']['minisched_object.data']['flavor']
+        huge = json.loads(json.dumps(good))
+        huge['request_spec']['minisched_object.data']['flavor']['minisched_object.data'][
+            'memory_mb'] = 2 ** 40
+        cases = [
+            (dict(good, answer=5), 'answer must be array'),
+            (dict(good, instance_uuids='x'), 'instance_uuids must be array or null'),
+            (dict(good, request_spec=flavor), 'request_spec.minisched_object.name must be '
+                                              'same as const definition'),
+            (huge, 'memory_mb 1099511627776 is out of 0..2147483647'),
+            ('[' * 5000 + ']' * 5000, 'nested deeper than 32 levels'),
+            ('{"version": 1, "x": NaN}', 'NaN is not a JSON number'),
+            (dict(good, version=7), 'version 7, this minisched reads version 1'),
+            ('\x1b[31m', 'not JSON'),
+        ]
+        self._file(path, '\n'.join([lines[0]] + [
+            case if isinstance(case, str) else json.dumps(case) for case, _ in cases]) + '\n')
+        skipped = []
+        self.assertEqual(1, len(trace.load_trace(path, skipped)))
+        self.assertEqual(list(range(2, 2 + len(cases))), [n for _p, n, _why in skipped])
+        for (_case, reason), (_p, _n, why) in zip(cases, skipped):
+            self.assertIn(reason, why)
+
+    def test_a_trace_with_no_line_left_is_refused_with_the_first_reason(self):
         path = self._file('requests-1.jsonl', json.dumps({'version': 7, 'request_spec': {}}))
         with self.assertRaises(exception.InvalidTrace) as caught:
-            replay.load_trace(path)
-        self.assertIn('version 7, this minisched reads version 1',
-                      caught.exception.format_message())
+            trace.load_trace(path)
+        self.assertIn('no request in it; line 1 of %s skipped: version 7, this minisched '
+                      'reads version 1' % path, caught.exception.format_message())
+
+    def test_trace_files_larger_than_a_replay_reads_are_refused_unread(self):
+        path = self._file('requests-1.jsonl', '')
+        os.truncate(path, files.MAX_TRACE_BYTES + 1)  # sparse: nothing to read
+        with self.assertRaises(exception.InvalidTrace) as caught:
+            trace.load_trace(self.tmp)
+        self.assertIn('%d bytes in 1 files, more than the %d a replay reads' % (
+            files.MAX_TRACE_BYTES + 1, files.MAX_TRACE_BYTES),
+            caught.exception.format_message())
 
     def test_a_directory_without_recordings_is_refused(self):
         with self.assertRaises(exception.InvalidTrace) as caught:
-            replay.load_trace(self.tmp)
+            trace.load_trace(self.tmp)
         self.assertIn('no requests-*.jsonl files', caught.exception.format_message())
 
     def test_a_recorded_spec_that_is_no_request_spec_names_the_request(self):
-        good = replay.described_requests(self.snapshot, flavor='small', count=1)[0]
+        good = trace.described_requests(self.snapshot, flavor='small', count=1)[0]
         flavor = good.spec['minisched_object.data']['flavor']
         for spec, why in ((dict(flavor, **{'minisched_object.version': '9.9'}),
                            'IncompatibleObjectVersion'), (flavor, 'Flavor')):
             with self.assertRaises(exception.InvalidTrace) as caught:
-                self._replay([good, replay.Request(spec, None, 1)])
+                self._replay([good, trace.Request(spec, None, 1)])
             self.assertIn('(request #2): not a RequestSpec: %s' % why,
                           caught.exception.format_message())
 
@@ -223,6 +338,6 @@ class TestBadInput(_Case):
 
     def test_an_unknown_flavor_names_those_there_are(self):
         with self.assertRaises(exception.InvalidTrace) as caught:
-            replay.described_requests(self.snapshot, flavor='huge', count=1)
+            trace.described_requests(self.snapshot, flavor='huge', count=1)
         self.assertIn("no flavor 'huge' in the snapshot (it has: big, small)",
                       caught.exception.format_message())

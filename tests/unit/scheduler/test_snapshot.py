@@ -5,8 +5,8 @@ import os
 import tempfile
 
 from minisched import exception
-from minisched.scheduler import offline
-from minisched.scheduler import snapshot
+from minisched.scheduler.replay import offline
+from minisched.scheduler.replay import snapshot
 from tests.unit import base
 from tests.unit.scheduler import replay_hosts
 

@@ -7,10 +7,14 @@ filters and weighers, and its consumption stays in the states, as in a scheduler
 between two compute reports.
 """
 import contextlib
+import logging
 
+from oslo_config import cfg
 from oslo_utils import timeutils
 
+from minisched import exception
 from minisched.scheduler import filter_scheduler
+from minisched.scheduler import plugins
 from minisched.scheduler import host_manager as host_manager_mod
 
 
@@ -46,7 +50,11 @@ def hold(host_manager, hosts):
     for _service, node, cell_uuid, mapped in hosts:
         cell_uuid = cell_uuid or host_manager_mod.LOCAL_CELL_UUID
         cells.setdefault(cell_uuid, _HeldCell(cell_uuid))
-        if host_manager._update_node(node, cell_uuid):
+        try:
+            held = host_manager._update_node(node, cell_uuid)
+        except Exception as exc:  # what the node's values make of a host state
+            raise HostNotHeld(node, exc) from exc
+        if held:
             state = host_manager.host_state_map[(node['host'], node['hypervisor_hostname'])]
             host_manager.table.columns['mapped'][state.row] = bool(mapped)
     held = list(cells.values())
@@ -55,6 +63,16 @@ def hold(host_manager, hosts):
     host_manager.cells = host_manager.enabled_cells = held
     host_manager._mappings_dirty = False
     host_manager._initialized = True
+
+
+class HostNotHeld(Exception):
+    """A node record that no host state can be made of (its values are not what the
+    scheduler reads)."""
+
+    def __init__(self, node, cause):
+        super().__init__('host %r node %r cannot be held: %s: %s' % (
+            node.get('host'), node.get('hypervisor_hostname'), type(cause).__name__,
+            str(cause).strip().split('\n')[0]))
 
 
 class _HeldCell:
@@ -75,3 +93,44 @@ def clock_at(moment):
         yield
     finally:
         timeutils.clear_time_override()
+
+
+#: The deprecated filters whose warning this process has logged.
+_WARNED = set()
+
+
+@contextlib.contextmanager
+def deprecations(conf, chosen=None):
+    """While the block makes ``conf``'s filters, silence the deprecation warnings of those
+    already warned about, or of all when ``enabled_filters`` is the default (``chosen``
+    None: found from where the option's value came from)."""
+    if chosen is None:
+        location = conf.get_location('enabled_filters', 'filter_scheduler')
+        chosen = location is not None and location.location != cfg.Locations.opt_default
+    try:
+        classes = plugins.classes(plugins.FILTERS, conf.filter_scheduler.available_filters,
+                                  plugins.ALL_FILTERS).values()
+    except exception.MinischedException:
+        classes = ()  # making the filters says what is wrong
+    quiet = _Quiet()
+    loggers = []
+    for cls in classes:
+        if not getattr(cls, 'DEPRECATION', None):
+            continue
+        enabled = cls.__name__ in conf.filter_scheduler.enabled_filters
+        if chosen and enabled and cls not in _WARNED:
+            _WARNED.add(cls)
+            continue
+        loggers.append(logging.getLogger(cls.__module__))
+    for logger in loggers:
+        logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
+
+
+class _Quiet(logging.Filter):
+    def filter(self, record):
+        return False

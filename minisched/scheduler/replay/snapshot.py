@@ -21,7 +21,9 @@ from minisched.objects import aggregate as aggregate_obj
 from minisched.objects import flavor as flavor_obj
 from minisched.objects import instance as instance_obj
 from minisched.objects import instance_group as instance_group_obj
-from minisched.scheduler import offline
+from minisched.scheduler.replay import files
+from minisched.scheduler.replay import offline
+from minisched.scheduler.replay import schema
 from minisched.scheduler import plugins
 
 FORMAT = 'minisched-scheduler-snapshot'
@@ -124,13 +126,13 @@ def _flavor_name(raw):
 
 
 def dump(snapshot, path):
-    """Write ``snapshot`` to ``path`` (``-``: stdout)."""
+    """Write ``snapshot`` to ``path`` (``-``: stdout), whole or not at all
+    (:class:`~minisched.exception.SnapshotNotWritten` says why)."""
     text = json.dumps(snapshot, indent=1, sort_keys=True)
     if path == '-':
-        print(text)
+        files.write_stdout(text + '\n', exception.SnapshotNotWritten)
         return
-    with open(path, 'w') as handle:
-        handle.write(text + '\n')
+    files.write_text(path, text + '\n', exception.SnapshotNotWritten)
 
 
 # -- loading --------------------------------------------------------------------------
@@ -138,23 +140,15 @@ def dump(snapshot, path):
 
 def load(path):
     """The snapshot in ``path``, checked; :class:`~minisched.exception.InvalidSnapshot` names
-    what is wrong with a file that is not one (truncated, another format or version)."""
-    return check(read_json(path, exception.InvalidSnapshot), path)
-
-
-def read_json(path, error):
-    """The JSON document in ``path``; ``error`` (an exception class taking ``path`` and
-    ``reason``) when it cannot be read or is not JSON."""
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except OSError as exc:
-        raise error(path=path, reason=exc.strerror or str(exc))
-    except ValueError as exc:
-        raise error(path=path, reason='not JSON, or cut short (%s)' % exc)
+    what is wrong with a file that is not one (truncated, another format or version, a
+    field of the wrong type or out of bounds, a FIFO, a device, a file too large)."""
+    return check(files.read_json(path, exception.InvalidSnapshot, files.MAX_SNAPSHOT_BYTES,
+                                 'snapshot'), path)
 
 
 def check(snapshot, path='<snapshot>'):
+    """``snapshot`` when it is one this minisched reads, every field as :mod:`.schema`
+    describes it; :class:`~minisched.exception.InvalidSnapshot` otherwise."""
     def bad(reason):
         return exception.InvalidSnapshot(path=path, reason=reason)
     if not isinstance(snapshot, dict) or snapshot.get('format') != FORMAT:
@@ -166,13 +160,10 @@ def check(snapshot, path='<snapshot>'):
     missing = [key for key in _SECTIONS + ('taken_at',) if key not in snapshot]
     if missing:
         raise bad('no %s' % ', '.join(missing))
-    for index, host in enumerate(snapshot['hosts']):
-        if not isinstance(host, dict) or not {'service', 'node'} <= set(host):
-            raise bad('host #%d has no service or node record' % index)
-    try:
-        taken_at(snapshot)
-    except ValueError:
-        raise bad('taken_at %r is not a time' % snapshot['taken_at'])
+    found = (schema.problem('SNAPSHOT', snapshot) or schema.node_problem(snapshot) or
+             schema.host_problem(snapshot))
+    if found:
+        raise bad(found)
     return snapshot
 
 

@@ -1,18 +1,16 @@
 """Replay requests over a snapshot with the real FilterScheduler, offline, and report.
 
 Each configuration gets host states of its own, filled from the snapshot, and a
-:class:`~minisched.scheduler.offline.HeldStateScheduler` built from it (its filters, weighers,
-``host_subset_size``...). The requests run in order, each consuming from the hosts it is
-placed on as in a scheduler worker, with the clock held at the moment the snapshot was taken
-(services are up or down as they were then). Random choices (``host_subset_size``,
+:class:`~minisched.scheduler.replay.offline.HeldStateScheduler` built from it (its filters,
+weighers, ``host_subset_size``...). The requests run in order, each consuming from the hosts
+it is placed on as in a scheduler worker, with the clock held at the moment the snapshot was
+taken (services are up or down as they were then). Random choices (``host_subset_size``,
 ``shuffle_best_same_weighed_hosts``) are seeded per request, so that two configurations see
 the same draws for the same request.
 """
 import collections
 import dataclasses
-import json
 import math
-import os
 import random
 
 import numpy as np
@@ -20,147 +18,15 @@ import numpy as np
 from minisched import context as ms_context
 from minisched import exception
 from minisched.objects import flavor as flavor_obj
-from minisched.objects import image_meta as image_meta_obj
 from minisched.objects import request_spec as request_spec_obj
 from minisched.scheduler import filter_scheduler
-from minisched.scheduler import offline
-from minisched.scheduler import recorder
-from minisched.scheduler import snapshot as snapshot_mod
+from minisched.scheduler.replay import offline
+from minisched.scheduler.replay import snapshot as snapshot_mod
+from minisched.scheduler.replay import trace
 
 #: Percentiles of host utilization the report gives.
 PERCENTILES = (10, 50, 90, 100)
 RATIO_NAMES = ('cpu_allocation_ratio', 'ram_allocation_ratio', 'disk_allocation_ratio')
-
-
-@dataclasses.dataclass
-class Request:
-    """One request of a trace: a RequestSpec primitive, its instance uuids (or a count), and
-    the answer recorded with it (hosts, or the error's name), if any."""
-
-    spec: dict
-    instance_uuids: list = None
-    num_instances: int = 1
-    recorded: object = None
-    label: str = ''
-
-
-# -- traces ---------------------------------------------------------------------------
-
-
-def load_trace(path):
-    """The requests recorded in ``path`` (a file, or a ``record_requests_to`` directory with
-    every worker's files, rotated ones included), oldest first."""
-    paths = [path]
-    if os.path.isdir(path):
-        paths = sorted(os.path.join(path, name) for name in os.listdir(path)
-                       if name.startswith(recorder.PREFIX) and recorder.SUFFIX in name)
-        if not paths:
-            raise exception.InvalidTrace(path=path, reason='no %s*%s files in the directory'
-                                         % (recorder.PREFIX, recorder.SUFFIX))
-    records = []
-    for one in paths:
-        records.extend(_records(one))
-    if not records:
-        raise exception.InvalidTrace(path=path, reason='no request in it')
-    records.sort(key=lambda r: (r.get('time') or '', r.get('pid') or 0,
-                                r.get('sequence') or 0))
-    return [_request(record) for record in records]
-
-
-def _records(path):
-    try:
-        with open(path) as handle:
-            lines = handle.read().splitlines()
-    except OSError as exc:
-        raise exception.InvalidTrace(path=path, reason=exc.strerror or str(exc))
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            raise exception.InvalidTrace(path=path, reason='line %d is not JSON (cut short?)'
-                                         % number)
-        if not isinstance(record, dict) or record.get('version') != recorder.VERSION:
-            raise exception.InvalidTrace(
-                path=path, reason='line %d: version %r, this minisched reads version %d' % (
-                    number, record.get('version') if isinstance(record, dict) else None,
-                    recorder.VERSION))
-        if not isinstance(record.get('request_spec'), dict):
-            raise exception.InvalidTrace(path=path, reason='line %d has no request_spec'
-                                         % number)
-        records.append(record)
-    return records
-
-
-def _request(record):
-    if 'error' in record:
-        recorded = record['error'].get('type', 'error')
-    else:
-        recorded = [(a['host'], a['nodename']) for a in record.get('answer') or ()]
-    uuids = record.get('instance_uuids')
-    count = len(uuids) if uuids else record['request_spec'].get(
-        'minisched_object.data', {}).get('num_instances', 1)
-    return Request(record['request_spec'], uuids, count, recorded)
-
-
-def described_requests(snapshot, flavor=None, count=0, mix=None, seed=0):
-    """Requests of one instance each: ``count`` of ``flavor`` (a name among the snapshot's
-    flavors), or the mix file ``mix``: a JSON list of ``{"flavor": NAME or {memory_mb,
-    vcpus, root_gb...}, "count": N, "num_instances": 1}``, shuffled with ``seed``."""
-    flavors = {f['name']: f for f in snapshot.get('flavors', ())}
-    entries = [{'flavor': flavor, 'count': count}] if flavor else _mix(mix)
-    requests = []
-    for entry in entries:
-        made = _flavor(entry['flavor'], flavors, mix or '--flavor')
-        try:
-            per_request, times = int(entry.get('num_instances', 1)), int(entry.get('count', 1))
-        except (TypeError, ValueError) as exc:
-            raise exception.InvalidTrace(path=mix, reason='count and num_instances are '
-                                         'numbers (%s)' % exc)
-        for _ in range(times):
-            spec = _spec(made, per_request)
-            requests.append(Request(spec.obj_to_primitive(), None, per_request,
-                                    label=made.name))
-    if mix:
-        random.Random(seed).shuffle(requests)
-    return requests
-
-
-def _mix(path):
-    entries = snapshot_mod.read_json(path, exception.InvalidTrace)
-    if not isinstance(entries, list) or not all(
-            isinstance(e, dict) and 'flavor' in e for e in entries):
-        raise exception.InvalidTrace(path=path, reason='a mix is a list of {"flavor": ..., '
-                                     '"count": N} objects')
-    return entries
-
-
-def _flavor(value, flavors, source):
-    if isinstance(value, dict):
-        fields = dict({'name': 'adhoc', 'flavorid': 'adhoc', 'ephemeral_gb': 0, 'swap': 0,
-                       'root_gb': 0, 'extra_specs': {}}, **value)
-    elif value in flavors:
-        fields = dict(flavors[value])
-    else:
-        raise exception.InvalidTrace(
-            path=source, reason='no flavor %r in the snapshot (it has: %s)' % (
-                value, ', '.join(sorted(flavors)) or 'none'))
-    try:
-        return flavor_obj.Flavor(**{k: v for k, v in fields.items()
-                                    if k in snapshot_mod.FLAVOR_FIELDS})
-    except (TypeError, ValueError) as exc:
-        raise exception.InvalidTrace(path=source, reason='flavor %r: %s' % (value, exc))
-
-
-def _spec(flavor, num_instances):
-    return request_spec_obj.RequestSpec(
-        flavor=flavor, image=image_meta_obj.ImageMeta.from_dict({'properties': {}}),
-        num_instances=num_instances, project_id='replay', user_id='replay',
-        scheduler_hints={}, ignore_hosts=None, force_hosts=None, force_nodes=None, retry=None,
-        limits=None, requested_destination=None, instance_group=None, security_groups=[],
-        availability_zone=None, is_bfv=False)
 
 
 # -- running --------------------------------------------------------------------------
@@ -199,9 +65,12 @@ class Outcome:
 
 def scheduler_for(conf, name=''):
     """The offline scheduler ``conf`` describes; a filter or weigher it names that does not
-    exist is an error naming the configuration."""
+    exist is an error naming the configuration. A deprecated filter's warning is logged
+    once per process, and only when the configuration chose the filters (not for the
+    default list)."""
     try:
-        return offline.HeldStateScheduler(conf)
+        with offline.deprecations(conf):
+            return offline.HeldStateScheduler(conf)
     except exception.MinischedException as exc:
         raise exception.InvalidReplayConfig(name=name or '?', reason=exc.format_message())
 
@@ -230,6 +99,12 @@ def replay(snapshot, requests, scheduler, name='', seed=0, ratios=None):
                 placements.append(None)
                 emptied[_emptier(pipeline.last_counts)] += 1
                 continue
+            except exception.MinischedException:
+                raise
+            except Exception as exc:  # what a recorded spec's values make the filters do
+                raise exception.InvalidTrace(
+                    path='(request #%d)' % (index + 1), reason='cannot be scheduled: %s: %s'
+                    % (type(exc).__name__, exception.first_line(exc))) from exc
             placed = [(s[0].service_host, s[0].nodename) for s in selections]
             groups.placed(spec, placed, request.instance_uuids)
             placements.append(placed)
@@ -358,7 +233,7 @@ def fits(scheduler, flavor):
     configuration's filters for one of them, as many as its free RAM, vCPUs and disk allow
     once the allocation ratios are applied (the RAM, Core and Disk filters' arithmetic)."""
     hm = scheduler.host_manager
-    spec = _spec(flavor, 1)
+    spec = trace.spec_for(flavor, 1)
     candidates = hm.candidate_rows(spec)
     survivors, _result, _ran = filter_scheduler.RowPipeline.filter(
         scheduler.pipeline, candidates, spec, 0)
