@@ -7,7 +7,8 @@ and why, each host's usage, and stops everything; ``status`` lists the services,
 their processes run (and the cluster's RabbitMQ nodes); ``down`` stops a detached cluster.
 Each cluster runs on a RabbitMQ vhost of its own. With ``--rabbit-nodes N`` the cluster
 starts N RabbitMQ nodes of its own, joined into one RabbitMQ cluster, and runs on them with
-quorum queues.
+quorum queues. With ``--placement`` it runs the real Placement service too (its own SQLite
+database and loopback port under the state directory) and the services use it.
 """
 import os
 

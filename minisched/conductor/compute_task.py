@@ -272,6 +272,18 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
             'Exhausted all hosts available for retrying build failures for instance %s.'
             % instance.uuid))
 
+    def _give_back_allocations(self, context, instance_uuids):
+        """Delete what a scheduler may have claimed for instances not built yet."""
+        if not self.conf.placement.enabled:
+            return
+        for instance_uuid in instance_uuids:
+            try:
+                self._placement_client().delete_allocation_for_instance(
+                    context, instance_uuid, force=True)
+            except exception.AllocationDeleteFailed as exc:
+                LOG.warning('Could not delete the allocations of %s: %s', instance_uuid,
+                            exc.format_message())
+
     def _placement_client(self):
         if self._report_client is None:
             from minisched.scheduler.client import report
@@ -390,7 +402,9 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
                 # The request or its reply was lost (say, with the broker), or the driver
                 # gave up reconnecting: ask again rather than fail a build the API accepted.
                 # The hosts a lost answer consumed are given back by the computes' next
-                # reports (or the consumption TTL).
+                # reports (or the consumption TTL), the allocations it claimed in Placement
+                # here: asked again, the scheduler would claim on top of them.
+                self._give_back_allocations(context, instance_uuids)
                 if attempt == SCHEDULE_ATTEMPTS:
                     raise
                 LOG.warning('No answer from the scheduler for %s (%s); asking again (%d of '
@@ -491,6 +505,7 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
         elif outcome == api_db.GONE:
             LOG.info('The build request of instance %s was deleted while it was scheduled; '
                      'deleting the instance.', instance.uuid)
+            self._give_back_allocations(context, [instance.uuid])  # as Nova's conductor
         else:
             return True
         instance.destroy()
