@@ -23,12 +23,12 @@ LOG = logging.getLogger(__name__)
 
 def get_allocation_candidates(ctxt, spec_obj, client, conf):
     """``(alloc_reqs_by_rp_uuid, provider_summaries, allocation_request_version)``."""
-    request = resource_request.ResourceRequest.from_request_spec(
-        spec_obj, limit=conf.scheduler.max_placement_results)
     try:
-        request_filter.process_reqspec(ctxt, spec_obj, request, conf)
+        request_filter.process_reqspec(ctxt, spec_obj, conf)
     except exception.RequestFilterFailed as exc:
         raise exception.NoValidHost(reason=exc.format_message())
+    request = resource_request.ResourceRequest.from_request_spec(
+        spec_obj, limit=conf.scheduler.max_placement_results)
     answer = client.get_allocation_candidates(ctxt, request)
     if answer is None:
         # safe_connect: Placement could not be reached.
@@ -42,7 +42,6 @@ def get_allocation_candidates(ctxt, spec_obj, client, conf):
         fallback = resource_request.ResourceRequest.from_request_spec(
             spec_obj, limit=conf.scheduler.max_placement_results,
             enable_pinning_translate=False)
-        request_filter.process_reqspec(ctxt, spec_obj, fallback, conf)
         answer = client.get_allocation_candidates(ctxt, fallback)
         if answer and answer[0] is not None:
             alloc_reqs.extend(answer[0])

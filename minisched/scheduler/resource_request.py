@@ -6,9 +6,10 @@ request, plus ephemeral and swap rounded up to GB), replaced by ``PCPU`` for
 specs override an amount (0 drops it), ``resources<N>:``/``resources_<suffix>:`` and
 ``trait<N>:`` make numbered request groups, ``trait:<NAME>=required|forbidden`` traits of the
 unnumbered group, ``group_policy`` how numbered groups share providers. From the image:
-``traits_required``, and ``hw_cpu_policy``. From the request filters
-(:mod:`minisched.scheduler.request_filter`): the aggregates to be in (``member_of``) or out
-of, and the traits the root provider must have or lack (``root_required``).
+``traits_required``, and ``hw_cpu_policy``. From what the request filters
+(:mod:`minisched.scheduler.request_filter`) wrote into the RequestSpec: the aggregates to be
+in (``member_of``) or out of, and the traits the root provider must have or lack
+(``root_required``).
 """
 import math
 import re
@@ -87,7 +88,22 @@ class ResourceRequest:
             request._translate_pinning(flavor, image)
         for each in request.groups.values():
             each.resources = {rc: amount for rc, amount in each.resources.items() if amount}
+        request._apply_request_level(spec_obj)
         return request
+
+    def _apply_request_level(self, spec_obj):
+        """What the request filters wrote into the RequestSpec: the destination's
+        aggregates (each entry a comma-separated set to be in one of) and forbidden
+        aggregates, the root provider's required and forbidden traits."""
+        destination = spec_obj.requested_destination if spec_obj.obj_attr_is_set(
+            'requested_destination') else None
+        if destination is not None:
+            for entry in destination.aggregates or ():
+                self.member_of.append(entry.split(','))
+            self.forbidden_aggregates |= set(destination.forbidden_aggregates or ())
+        if spec_obj.obj_attr_is_set('request_level_params'):
+            self.root_required |= set(spec_obj.root_required)
+            self.root_forbidden |= set(spec_obj.root_forbidden)
 
     def _apply_extra_specs(self, extra_specs):
         """Resources, traits and group policy of the extra specs; returns the resource

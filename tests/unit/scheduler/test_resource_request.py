@@ -58,13 +58,13 @@ class TestResourceRequest(base.TestCase):
         _request, params = query(spec)
         self.assertIn(('required', 'CUSTOM_IMAGE'), params)
 
-    def test_request_level_parameters(self):
-        request = resource_request.ResourceRequest.from_request_spec(fakes.fake_spec())
-        request_filter.compute_status_filter(None, None, request, self.conf)
-        request.root_required.add('COMPUTE_IMAGE_TYPE_RAW')
-        request.member_of.append(['b', 'a'])
-        request.forbidden_aggregates |= {'x'}
-        params = urllib.parse.parse_qsl(request.to_querystring())
+    def test_request_level_parameters_from_the_request_filters(self):
+        spec = fakes.fake_spec()
+        request_filter.compute_status_filter(None, spec, self.conf)
+        spec.root_required.add('COMPUTE_IMAGE_TYPE_RAW')
+        request_filter._destination(spec).require_aggregates(['b', 'a'])
+        spec.requested_destination.append_forbidden_aggregates({'x'})
+        _request, params = query(spec)
         self.assertEqual([
             ('member_of', '!in:x'), ('member_of', 'in:a,b'),
             ('resources', 'DISK_GB:1,MEMORY_MB:512,VCPU:1'),
