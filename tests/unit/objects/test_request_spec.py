@@ -217,7 +217,9 @@ class TestRequestSpecChildren(test_base.TestCase):
                                      aggregates=[['a'], ['b', 'c']], requester_id=uuids.port,
                                      provider_uuids=[uuids.rp])
         back = objects.RequestGroup.obj_from_primitive(group.obj_to_primitive())
-        self.assertEqual(group.obj_to_primitive(), back.obj_to_primitive())
+        # Every field and value (the change lists hold the same names, in set order).
+        self.assertEqual(base.comparable_primitive(group), base.comparable_primitive(back))
+        self.assertEqual(set(group.obj_what_changed()), set(back.obj_what_changed()))
 
     def test_request_level_params(self):
         params = objects.RequestLevelParams(root_required={'A'})
