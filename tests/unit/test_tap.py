@@ -439,6 +439,8 @@ def test_tap_command_prints_one_line_per_event(monkeypatch, capsys, as_json):
     monkeypatch.setattr(FakeTap, 'events', [event])
     monkeypatch.setattr(manage_rpc.tap_lib, 'Tap', FakeTap)
     monkeypatch.setattr(manage_rpc, 'transport_settings', lambda conf: ('rabbit://h/', 'ex'))
+    # as if a configuration file had named that bus: tap refuses to guess without one
+    monkeypatch.setattr(manage_rpc.config, 'config_sources', lambda conf: ['t.conf'])
     code = manage_rpc.RpcCommands().tap(topics=['compute,scheduler'], json=as_json, count=5,
                                         timeout=2.0)
     assert code == 0
@@ -462,6 +464,8 @@ def test_tap_command_reports_an_unreachable_broker(monkeypatch, capsys):
 
     monkeypatch.setattr(manage_rpc.tap_lib, 'Tap', Unreachable)
     monkeypatch.setattr(manage_rpc, 'transport_settings', lambda conf: ('rabbit://h/', 'ex'))
+    # as if a configuration file had named that bus: tap refuses to guess without one
+    monkeypatch.setattr(manage_rpc.config, 'config_sources', lambda conf: ['t.conf'])
     assert manage_rpc.RpcCommands().tap() == 1
     assert 'cannot reach RabbitMQ' in capsys.readouterr().err
 
@@ -484,6 +488,8 @@ def test_tap_command_stops_quietly_on_a_closed_pipe(monkeypatch):
     monkeypatch.setattr(Stoppable, 'events', [event])
     monkeypatch.setattr(manage_rpc.tap_lib, 'Tap', Stoppable)
     monkeypatch.setattr(manage_rpc, 'transport_settings', lambda conf: ('rabbit://h/', 'ex'))
+    # as if a configuration file had named that bus: tap refuses to guess without one
+    monkeypatch.setattr(manage_rpc.config, 'config_sources', lambda conf: ['t.conf'])
     monkeypatch.setattr(manage_rpc.sys, 'stdout', ClosedPipe())
     assert manage_rpc.RpcCommands().tap() == 0
     assert stopped == [True]
