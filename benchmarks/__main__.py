@@ -8,7 +8,9 @@ floor, at 1,000 and 10,000 hosts), ``memory`` (scheduler worker RSS at 10,000 ho
 2,000 fake computes in 20 processes, on a broker of its own; not with ``--quick``) and
 ``replay`` (``minisched-manage scheduler replay``'s work: 10,000 requests over a 10,000-host
 snapshot; ``--only replay`` runs it alone) and ``wire-profile`` (the CPU the Nova wire
-profile's serializer adds per message; no broker). Hosts are
+profile's serializer adds per message; no broker) and ``objects`` (the CPU the objects
+alone cost per select_destinations: the RequestSpec built, serialized and deserialized, the
+Selections back; and their sizes; no broker). Hosts are
 synthetic except in the build benches. The benches that start services (``e2e``,
 ``memory``, ``build``, ``build-wide``) run once per concurrency backend of ``--backend``
 (default: ``threading``, the services' default; ``--backend threading,eventlet`` compares
@@ -25,7 +27,7 @@ import traceback
 import warnings
 
 BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build', 'build-wide', 'replay',
-           'wire-profile')
+           'wire-profile', 'objects')
 #: The benches that start minisched services (run once per ``--backend``).
 SERVICE_BENCHES = ('e2e', 'memory', 'build', 'build-wide')
 BACKENDS = ('threading', 'eventlet')
@@ -100,6 +102,7 @@ def _plan(args, reports):
     """``[(bench name, callable returning figures)]`` in run order; texts to print after
     the table go to ``reports`` (a list; None: to the bench's ``out``)."""
     from benchmarks import build, databases, e2e, memory, pipeline, refresh, replay
+    from benchmarks import objects
     from benchmarks import wire_profile
     quick = args.quick
     sizes = ([int(s) for s in args.sizes.split(',') if s.strip()] if args.sizes else
@@ -127,6 +130,7 @@ def _plan(args, reports):
         ('replay', lambda out: replay.run(*REPLAY[0 if quick else 1], out=out)),
         ('wire-profile', lambda out: wire_profile.run(rounds=100 if quick else 500,
                                                       out=out)),
+        ('objects', lambda out: objects.run(rounds=200 if quick else 1000, out=out)),
     ]
 
 

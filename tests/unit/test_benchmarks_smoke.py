@@ -56,7 +56,8 @@ class TestPipelineBenchSmoke(base.TestCase):
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, 'bench.csv')
             status = bench_main.main(['--sizes', '200', '--requests', '3', '--skip',
-                                      'refresh,e2e,memory,build,build-wide,replay,wire-profile',
+                                      'refresh,e2e,memory,build,build-wide,replay,wire-profile,'
+                                      'objects',
                                       '--csv', path],
                                      stdout=out)
             with open(path, newline='') as handle:
@@ -517,3 +518,49 @@ class TestWireProfileBench(base.TestCase):
                           'nova profile adds'] * 2,
                          [f.figure.split(':')[0] for f in figures])
         self.assertTrue(all(f.value > 0 for f in figures if 'serializers' in f.figure))
+
+
+class TestObjectsBench(base.TestCase):
+    """The objects bench times the six steps of both requests and sizes their primitives."""
+
+    def test_each_request_gets_its_steps_total_and_sizes(self):
+        from benchmarks import objects
+        figures = objects.run(rounds=2)
+        names = [f.figure for f in figures]
+        self.assertEqual(2 * 9, len(names))
+        for kind in ('plain', 'NUMA/PCI'):
+            rows = {f.figure.split(': ', 1)[1]: f for f in figures
+                    if f.figure.startswith('objects, %s:' % kind)}
+            steps = [rows[name].value for name in rows if rows[name].unit == 'us'
+                     and name != 'per select_destinations']
+            self.assertEqual(6, len(steps))
+            self.assertAlmostEqual(sum(steps), rows['per select_destinations'].value)
+            self.assertGreater(rows['RequestSpec primitive'].value, 1000)
+            self.assertGreater(rows['Selections primitive'].value, 1000)
+        sizes = {f.figure: f.value for f in figures if f.unit == 'bytes'}
+        # The NUMA/PCI request carries its topology, PCI requests and image properties.
+        self.assertGreater(sizes['objects, NUMA/PCI: RequestSpec primitive'],
+                           sizes['objects, plain: RequestSpec primitive'])
+
+    def test_the_request_round_trips_to_the_spec_the_api_built(self):
+        from oslo_serialization import jsonutils
+
+        from benchmarks import objects
+        from minisched import context
+        from minisched import rpc
+        conf = common.in_process_conf()
+        ctxt = context.get_admin_context()
+        _, extra_specs, properties = objects.REQUESTS[1]
+        with common.overrides(conf, {'pci': pipeline.numa_conf()['pci']}):
+            spec = objects.build_spec(ctxt, conf, objects._flavor(extra_specs),
+                                      objects._image(properties))
+        self.assertEqual(2, len(spec.numa_topology.cells))
+        self.assertEqual(['nic'], [r.alias_name for r in spec.pci_requests.requests])
+        received = rpc.get_serializer(server_side=True).deserialize_entity(
+            ctxt, jsonutils.loads(jsonutils.dumps(
+                rpc.get_serializer().serialize_entity(ctxt, spec))))
+        self.assertEqual('q35', received.image.properties.hw_machine_type)
+        self.assertEqual(2, len(received.numa_topology.cells))
+        answer = objects.selections(received)
+        self.assertEqual([objects.SELECTIONS], [len(per) for per in answer])
+        self.assertIsNotNone(answer[0][0].limits.numa_topology)
