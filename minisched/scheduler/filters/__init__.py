@@ -92,6 +92,34 @@ class BaseHostFilter(abc.ABC):
         return None
 
 
+class CandidateFilterMixin:
+    """For filters that decide per Placement allocation candidate (Nova's mixin of the name).
+
+    On the Placement path a host state holds the allocation requests offered for it
+    (``host_state.allocation_candidates``); such a filter keeps those whose provider mapping
+    fits and passes the host while one is left. Without Placement (None) it decides once,
+    with no provider mapping.
+    """
+
+    def passes_candidates(self, host_state, fits):
+        """True when ``fits(provider_mapping)`` holds for the host: for each of its
+        candidates, those that fail dropped from ``host_state.allocation_candidates``."""
+        candidates = host_state.allocation_candidates
+        if candidates is None:
+            return bool(fits(None))
+        name = self.__class__.__name__  # (``type`` here is the TypeFilter module)
+        good = []
+        for candidate in candidates:
+            LOG.debug('%s tries allocation candidate: %s', name, candidate)
+            if fits(candidate['mappings']):
+                LOG.debug('%s accepted allocation candidate: %s', name, candidate)
+                good.append(candidate)
+            else:
+                LOG.debug('%s rejected allocation candidate: %s', name, candidate)
+        host_state.allocation_candidates = good
+        return bool(good)
+
+
 class RowView:
     """Candidate rows of a HostStateTable, in candidate order."""
 
@@ -113,6 +141,13 @@ class RowView:
             return np.empty(0, dtype=np.int64)
         marked = np.fromiter(flagged, dtype=np.int64, count=len(flagged))
         return np.flatnonzero(np.isin(self.rows, marked))
+
+    def with_candidates(self):
+        """Bool mask over the view: the rows whose host state holds allocation candidates
+        (the Placement path), which :class:`CandidateFilterMixin` filters decide per host."""
+        mask = np.zeros(len(self.rows), dtype=bool)
+        mask[self.flagged('allocation_candidates')] = True
+        return mask
 
     def states(self):
         """The HostState objects of the rows, in row order."""
