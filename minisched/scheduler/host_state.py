@@ -411,10 +411,13 @@ class HostState:
         pci_requests = spec_obj.pci_requests if 'pci_requests' in spec_obj else None
         pci_requests = pci_requests.requests if pci_requests and self.pci_stats else None
         numa_topology = spec_obj.numa_topology if 'numa_topology' in spec_obj else None
+        # The providers of the claimed allocation (Placement path) pick the PCI devices.
+        provider_mapping = spec_obj.get_request_group_mapping()
         if self.numa_topology and numa_topology:
             fitted = hardware.numa_fit_instance_to_host(
                 self.numa_topology, numa_topology, limits=limits.get('numa_topology'),
-                pci_requests=pci_requests, pci_stats=self.pci_stats)
+                pci_requests=pci_requests, pci_stats=self.pci_stats,
+                provider_mapping=provider_mapping)
             # As in Nova, a topology that does not fit (no NUMATopologyFilter ran, or the
             # host was forced) is dropped from the request: the host's NUMA usage stays as
             # it is, the PCI devices are still taken (with no NUMA cells to match) and the
@@ -428,7 +431,7 @@ class HostState:
             instance_cells = spec_obj.numa_topology.cells if spec_obj.numa_topology else None
             before = _pool_counts(self.pci_stats)
             try:
-                self.pci_stats.apply_requests(pci_requests, {}, instance_cells)
+                self.pci_stats.apply_requests(pci_requests, provider_mapping, instance_cells)
             finally:
                 taken.pci_pools = _pools_taken(before, _pool_counts(self.pci_stats))
                 self.pci_stats = self.pci_stats  # the table's columns follow the counts

@@ -92,19 +92,50 @@ class BaseHostFilter(abc.ABC):
         return None
 
 
+#: Attribute of a RequestSpec holding, on the Placement path, that request's allocation
+#: candidates per compute node uuid (a ``placement_claims.Candidates``), as its filters
+#: narrow them. Host states are shared by the requests decided at once, so what one
+#: request's filters keep is kept with the request, not on the host state (where Nova keeps
+#: it, and where a caller without such an attribute, as Nova's tests, sets it). Not a field:
+#: it never travels.
+REQUEST_CANDIDATES = '_allocation_candidates'
+
+
+def request_candidates(spec_obj):
+    """The request's own allocation candidates (see :data:`REQUEST_CANDIDATES`), or None."""
+    return getattr(spec_obj, REQUEST_CANDIDATES, None)
+
+
 class CandidateFilterMixin:
     """For filters that decide per Placement allocation candidate (Nova's mixin of the name).
 
-    On the Placement path a host state holds the allocation requests offered for it
-    (``host_state.allocation_candidates``); such a filter keeps those whose provider mapping
-    fits and passes the host while one is left. Without Placement (None) it decides once,
-    with no provider mapping.
+    On the Placement path a host has the allocation requests offered for it (each with the
+    ``mappings`` of request groups to providers); such a filter keeps those whose provider
+    mapping fits and passes the host while one is left. Without Placement (the host state's
+    ``allocation_candidates`` is None and the request has none) it decides once, with no
+    provider mapping.
     """
 
-    def passes_candidates(self, host_state, fits):
+    @staticmethod
+    def candidates_of(host_state, spec_obj):
+        """The host's allocation candidates left for this request, or None."""
+        request = request_candidates(spec_obj)
+        if request is None:
+            return host_state.allocation_candidates
+        return request.get(host_state.uuid)
+
+    @staticmethod
+    def keep_candidates(host_state, spec_obj, candidates):
+        request = request_candidates(spec_obj)
+        if request is None:
+            host_state.allocation_candidates = candidates
+        else:
+            request.set(host_state.uuid, candidates)
+
+    def passes_candidates(self, host_state, spec_obj, fits):
         """True when ``fits(provider_mapping)`` holds for the host: for each of its
-        candidates, those that fail dropped from ``host_state.allocation_candidates``."""
-        candidates = host_state.allocation_candidates
+        candidates, those that fail dropped from the host's candidates."""
+        candidates = self.candidates_of(host_state, spec_obj)
         if candidates is None:
             return bool(fits(None))
         name = self.__class__.__name__  # (``type`` here is the TypeFilter module)
@@ -116,7 +147,7 @@ class CandidateFilterMixin:
                 good.append(candidate)
             else:
                 LOG.debug('%s rejected allocation candidate: %s', name, candidate)
-        host_state.allocation_candidates = good
+        self.keep_candidates(host_state, spec_obj, good)
         return bool(good)
 
 
@@ -142,9 +173,12 @@ class RowView:
         marked = np.fromiter(flagged, dtype=np.int64, count=len(flagged))
         return np.flatnonzero(np.isin(self.rows, marked))
 
-    def with_candidates(self):
-        """Bool mask over the view: the rows whose host state holds allocation candidates
-        (the Placement path), which :class:`CandidateFilterMixin` filters decide per host."""
+    def with_candidates(self, spec_obj):
+        """Bool mask over the view: the rows whose hosts have allocation candidates for the
+        request (the Placement path), which :class:`CandidateFilterMixin` filters decide per
+        host."""
+        if request_candidates(spec_obj) is not None:
+            return np.ones(len(self.rows), dtype=bool)
         mask = np.zeros(len(self.rows), dtype=bool)
         mask[self.flagged('allocation_candidates')] = True
         return mask

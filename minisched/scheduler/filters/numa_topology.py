@@ -67,6 +67,7 @@ class _Request:
         self.network_metadata = (spec_obj.network_metadata if 'network_metadata' in spec_obj
                                  else None)
         self.memo = None if self.pci_requests else {}
+        self.spec_obj = spec_obj
 
 
 def _limits(ratios, request):
@@ -112,7 +113,7 @@ class NUMATopologyFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                       {'host': host_state.host, 'node': host_state.nodename})
             return False, None
         ratios = (host_state.cpu_allocation_ratio, host_state.ram_allocation_ratio)
-        candidates = host_state.allocation_candidates
+        candidates = self.candidates_of(host_state, request.spec_obj)
         memo = request.memo
         if candidates is not None and len(candidates) != 1:
             memo = None  # none left (fails unfitted) or several (each fitted)
@@ -120,12 +121,12 @@ class NUMATopologyFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         if memo is not None and key in memo:
             answer = memo[key]
             if not answer[0] and candidates is not None:
-                host_state.allocation_candidates = []
+                self.keep_candidates(host_state, request.spec_obj, [])
             return answer
         limits = _limits(ratios, request)
         # Unlike Nova's, the fit leaves the topology it is given alone: no copy per host.
         fits = self.passes_candidates(
-            host_state, lambda mapping: hardware.numa_fit_instance_to_host(
+            host_state, request.spec_obj, lambda mapping: hardware.numa_fit_instance_to_host(
                 host_topology, request.topology, limits=limits,
                 pci_requests=request.pci_requests, pci_stats=host_state.pci_stats,
                 provider_mapping=mapping))
@@ -169,7 +170,7 @@ class NUMATopologyFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         if request.requires_threads:
             open_ &= ~(readable & (columns['numa_threads'][sub] == 0))
         # Hosts holding allocation candidates are fitted per candidate (which narrows them).
-        fitted_per_candidate = open_ & view.with_candidates()[positions]
+        fitted_per_candidate = open_ & view.with_candidates(spec_obj)[positions]
         if not request.topology:
             passes = open_ & readable
             open_ &= ~readable

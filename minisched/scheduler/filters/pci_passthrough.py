@@ -33,7 +33,7 @@ class PciPassthroughFilter(filters.BaseHostFilter, filters.CandidateFilterMixin)
             return True
         pci_stats = host_state.pci_stats
         if not pci_stats or not self.passes_candidates(
-                host_state, lambda mapping: pci_stats.support_requests(
+                host_state, spec_obj, lambda mapping: pci_stats.support_requests(
                     requests, provider_mapping=mapping)):
             LOG.debug("%(host_state)s doesn't have the required PCI devices (%(requests)s)",
                       {'host_state': host_state, 'requests': requests})
@@ -54,7 +54,7 @@ class PciPassthroughFilter(filters.BaseHostFilter, filters.CandidateFilterMixin)
         # those holding allocation candidates (which the filter narrows).
         columns, rows = view.table.columns, view.rows
         mask = np.zeros(len(view), dtype=bool)
-        asked = view.with_candidates()
+        asked = view.with_candidates(spec_obj)
         positions = np.flatnonzero(((columns['pci_kinds_known'][rows] == 0) |
                                     (columns['pci_free'][rows] > 0)) & ~asked)
         if len(positions):
