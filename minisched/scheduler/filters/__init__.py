@@ -106,6 +106,53 @@ def request_candidates(spec_obj):
     return getattr(spec_obj, REQUEST_CANDIDATES, None)
 
 
+def mapping_matters(pci_requests, mapping):
+    """Whether deciding ``pci_requests`` with the provider ``mapping`` of a candidate may
+    differ from deciding them with none (the path without Placement): its groups name some
+    of the requests' devices (``<request_id>-<n>``), or a request carries ``rp_uuids`` that a
+    mapping overrides. NUMA fits without PCI requests never read a mapping."""
+    if not mapping or not pci_requests:
+        return False
+    for request in pci_requests:
+        if request.source == request.NEUTRON_PORT:
+            continue  # any pool, mapping or not
+        if request.request_id is None or request.spec and request.spec[0].get('rp_uuids'):
+            return True
+        if any(key.startswith(request.request_id) for key in mapping):
+            return True
+    return False
+
+
+def candidate_kinds(view, spec_obj, pci_requests):
+    """How the rows' allocation candidates bear on a NUMA or PCI decision, as bool masks
+    over ``view``: ``(per_host, none_left, same)``. ``per_host``: a candidate's mapping
+    matters (:func:`mapping_matters`), the host is decided per candidate; ``none_left``: an
+    empty list, the host fails; ``same``: every candidate decides as with no mapping, so the
+    host is decided once as without Placement, its candidates kept or all dropped. Rows of
+    none of them have no candidates (the path without Placement)."""
+    count = len(view)
+    per_host = np.zeros(count, dtype=bool)
+    none_left = np.zeros(count, dtype=bool)
+    same = np.zeros(count, dtype=bool)
+    request = request_candidates(spec_obj)
+    states = view.table.states
+    rows = np.asarray(view.rows).tolist()
+    if request is None:
+        positions = view.flagged('allocation_candidates').tolist()
+        lists = [(pos, states[rows[pos]].allocation_candidates) for pos in positions]
+    else:
+        lists = [(pos, request.get(states[row].uuid)) for pos, row in enumerate(rows)]
+    for pos, candidates in lists:
+        if not candidates:
+            none_left[pos] = True
+        elif any(mapping_matters(pci_requests, candidate['mappings'])
+                 for candidate in candidates):
+            per_host[pos] = True
+        else:
+            same[pos] = True
+    return per_host, none_left, same
+
+
 class CandidateFilterMixin:
     """For filters that decide per Placement allocation candidate (Nova's mixin of the name).
 
@@ -172,16 +219,6 @@ class RowView:
             return np.empty(0, dtype=np.int64)
         marked = np.fromiter(flagged, dtype=np.int64, count=len(flagged))
         return np.flatnonzero(np.isin(self.rows, marked))
-
-    def with_candidates(self, spec_obj):
-        """Bool mask over the view: the rows whose hosts have allocation candidates for the
-        request (the Placement path), which :class:`CandidateFilterMixin` filters decide per
-        host."""
-        if request_candidates(spec_obj) is not None:
-            return np.ones(len(self.rows), dtype=bool)
-        mask = np.zeros(len(self.rows), dtype=bool)
-        mask[self.flagged('allocation_candidates')] = True
-        return mask
 
     def states(self):
         """The HostState objects of the rows, in row order."""

@@ -155,7 +155,8 @@ class NUMATopologyFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
 
     def filter_rows(self, view, spec_obj):
         # Hosts without a topology are decided at once, most others from the columns of
-        # their cells (numa_rules); the fit runs for the rest only.
+        # their cells (numa_rules); the fit runs for the rest only. On the Placement path,
+        # hosts whose candidates' mappings matter are fitted per candidate.
         request = _Request(spec_obj)
         columns, rows = view.table.columns, view.rows
         ncells = columns['numa_ncells'][rows]
@@ -169,8 +170,8 @@ class NUMATopologyFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         passes = np.zeros(len(positions), dtype=bool)
         if request.requires_threads:
             open_ &= ~(readable & (columns['numa_threads'][sub] == 0))
-        # Hosts holding allocation candidates are fitted per candidate (which narrows them).
-        fitted_per_candidate = open_ & view.with_candidates(spec_obj)[positions]
+        # The hosts Nova decides per allocation candidate: the others failed or passed before.
+        reach = open_.copy() if request.topology else np.zeros(len(positions), dtype=bool)
         if not request.topology:
             passes = open_ & readable
             open_ &= ~readable
@@ -184,10 +185,18 @@ class NUMATopologyFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             else:
                 passes = open_ & ~decision.open & decision.passes
                 open_ &= decision.open
-        if request.topology:
-            open_ |= fitted_per_candidate
+        same = np.zeros(len(positions), dtype=bool)
+        if reach.any():
+            per_host, none_left, same = (
+                kind[positions] & reach
+                for kind in filters.candidate_kinds(view, spec_obj, request.pci_requests))
+            open_ = (open_ | per_host) & ~none_left
+            passes &= ~none_left
         mask[positions] = passes
         states = view.table.states
         for pos in positions[open_].tolist():
             mask[pos] = self._fit(states[rows[pos]], request)[0]
+        # Decided once for all their candidates: a host that fails keeps none.
+        for pos in positions[same & ~open_ & ~passes].tolist():
+            self.keep_candidates(states[rows[pos]], spec_obj, [])
         return mask

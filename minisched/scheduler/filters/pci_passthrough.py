@@ -51,17 +51,22 @@ class PciPassthroughFilter(filters.BaseHostFilter, filters.CandidateFilterMixin)
             return None  # a request for no device: let every host answer for itself
         # A host without free devices has none to give (for a request of one or more); the
         # others are decided from their devices per pool kind (numa_rules), or asked, as are
-        # those holding allocation candidates (which the filter narrows).
+        # those whose allocation candidates' mappings matter (decided per candidate).
         columns, rows = view.table.columns, view.rows
+        states = view.table.states
         mask = np.zeros(len(view), dtype=bool)
-        asked = view.with_candidates(spec_obj)
+        asked, none_left, same = filters.candidate_kinds(view, spec_obj, requests)
         positions = np.flatnonzero(((columns['pci_kinds_known'][rows] == 0) |
-                                    (columns['pci_free'][rows] > 0)) & ~asked)
+                                    (columns['pci_free'][rows] > 0)) & ~asked & ~none_left)
         if len(positions):
             decision = numa_rules.pci_decision(view.table, rows[positions], requests)
             mask[positions] = decision.passes & ~decision.open
             asked[positions[decision.open]] = True
-        states = view.table.states
         for pos in np.flatnonzero(asked).tolist():
             mask[pos] = self.host_passes(states[rows[pos]], spec_obj)
+        # Decided once for all their candidates: a host with devices that fails keeps none.
+        for pos in np.flatnonzero(same & ~asked & ~mask).tolist():
+            state = states[rows[pos]]
+            if state.pci_stats:
+                self.keep_candidates(state, spec_obj, [])
         return mask

@@ -31,9 +31,12 @@ def _pci_stats(topology, pools):
 
 def _candidate(rng, spec, host, count):
     """An allocation request for ``host``: its PCI request groups (``<request_id>-<n>``)
-    mapped to providers of the host's pools, or to a provider it has no pool of."""
+    mapped to providers of the host's pools, or to a provider it has no pool of; or, as
+    when the devices are not in Placement, without PCI groups."""
     mappings = {'': [host]}
     requests = spec.pci_requests.requests if spec.pci_requests else []
+    if rng.random() < 0.4:
+        requests = []
     for request in requests:
         for index in range(request.count):
             mappings['%s-%d' % (request.request_id, index)] = [
