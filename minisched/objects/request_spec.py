@@ -308,6 +308,14 @@ class RequestSpec(base.MinischedObject):
             return value[0]
         return value
 
+    def get_request_group_mapping(self):
+        """``{requester_id: [provider uuid]}`` of ``requested_resources`` (the providers a
+        claimed allocation took each group from), or None when it is not set."""
+        if 'requested_resources' in self and self.requested_resources is not None:
+            return {group.requester_id: group.provider_uuids
+                    for group in self.requested_resources}
+        return None
+
     # -- legacy dict forms (RPC 4.0 and notifications) --------------------------------
 
     @classmethod

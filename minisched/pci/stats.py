@@ -21,8 +21,10 @@ cells, and are not PFs, vDPA or remote-managed devices unless the spec asks for 
 Only attributes Nova's objects also have are read, so Nova's ``InstancePCIRequest``,
 ``PciDevicePool(List)``, ``PciDevice`` and ``NUMACell``/``InstanceNUMACell`` objects work
 too. Placement: the ``rp_uuid`` pool/request bookkeeping of Nova's PCI-in-Placement is
-kept (a request's ``spec[0]['rp_uuids']``, ``provider_mapping``), but minisched never
-produces such data, so in practice every request may use any matching pool.
+kept (a request's ``spec[0]['rp_uuids']``, ``provider_mapping``): the scheduler passes each
+allocation candidate's mappings, but minisched's computes report no ``rp_uuid`` per pool and
+its resource request has no PCI groups, so in practice every request may use any matching
+pool.
 """
 import collections
 import copy

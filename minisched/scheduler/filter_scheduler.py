@@ -177,15 +177,29 @@ class FilterScheduler(driver.Scheduler):
             claims = placement_claims.Claims(self.placement_client, alloc_reqs_by_rp_uuid,
                                              provider_summaries, allocation_request_version)
         if not self.notifier.is_enabled():  # the payload alone costs a third of a millisecond
-            return self._schedule(context, spec_obj, instance_uuids, return_alternates,
-                                  dry_run, claims)
+            return self._schedule_with(context, spec_obj, instance_uuids, return_alternates,
+                                       dry_run, claims)
         payload = {'request_spec': objects_base.obj_to_primitive(
             spec_obj.to_legacy_request_spec_dict())}
         self.notifier.info(context, 'scheduler.select_destinations.start', dict(payload))
-        selections = self._schedule(context, spec_obj, instance_uuids, return_alternates,
-                                    dry_run, claims)
+        selections = self._schedule_with(context, spec_obj, instance_uuids, return_alternates,
+                                         dry_run, claims)
         self.notifier.info(context, 'scheduler.select_destinations.end', dict(payload))
         return selections
+
+    def _schedule_with(self, context, spec_obj, instance_uuids, return_alternates, dry_run,
+                       claims):
+        """:meth:`_schedule`, the request's allocation candidates (if any) handed to its
+        filters for the time of it (``filters.REQUEST_CANDIDATES``)."""
+        if claims is None:
+            return self._schedule(context, spec_obj, instance_uuids, return_alternates,
+                                  dry_run, claims)
+        setattr(spec_obj, filters.REQUEST_CANDIDATES, claims.candidates)
+        try:
+            return self._schedule(context, spec_obj, instance_uuids, return_alternates,
+                                  dry_run, claims)
+        finally:
+            delattr(spec_obj, filters.REQUEST_CANDIDATES)
 
     def _get_all_host_candidates(self, context, spec_obj):
         """Template method: the candidates of this request (caching driver overrides it)."""
@@ -219,6 +233,7 @@ class FilterScheduler(driver.Scheduler):
             top = self.conf.filter_scheduler.host_subset_size + num_alts
         selected, added, last_result, filters_ran = [], [], None, False
         limits = []  # per selected host: the limits it was chosen with (not its own .limits)
+        chosen_requests = []  # per selected host, on the Placement path: its allocation request
         for num in range(num_instances):
             instance_uuid = instance_uuids[num] if instance_uuids else None
             if instance_uuid:
@@ -237,6 +252,10 @@ class FilterScheduler(driver.Scheduler):
             chosen = self.pipeline.state(candidates, position)
             limits.append(self._limits_for(chosen, spec_obj, filters_ran))
             selected.append(chosen)
+            if claims is not None:
+                # The candidate claimed (or, unclaimed, the one it would be): later
+                # instances' filters may narrow the host's candidates further.
+                chosen_requests.append(claims.request_for(chosen))
             if self._consume_selected_host(chosen, spec_obj, instance_uuid, limits[-1]):
                 added.append((chosen, instance_uuid))
         if len(selected) < num_instances and claims is not None:
@@ -244,7 +263,7 @@ class FilterScheduler(driver.Scheduler):
         self._ensure_sufficient_hosts(selected, added, num_instances, last_result, spec_obj)
         selections = self._get_alternate_hosts(selected, limits, spec_obj, candidates,
                                                num_instances - 1, num_alts, filters_ran,
-                                               claims)
+                                               claims, chosen_requests)
         if dry_run:
             self._give_back(selected, added, spec_obj)
         elapsed = time.monotonic() - start
@@ -343,12 +362,12 @@ class FilterScheduler(driver.Scheduler):
         raise exception.NoValidHost(reason=reason)
 
     def _get_alternate_hosts(self, selected, limits, spec_obj, candidates, index, num_alts,
-                             filters_ran, claims=None):
+                             filters_ran, claims=None, chosen_requests=()):
         if index > 0 and num_alts > 0:
             candidates, _, filters_ran = self._get_sorted_hosts(spec_obj, candidates, index)
         selected_keys = {(s.host, s.nodename) for s in selected}
         selections = []
-        for chosen, chosen_limits in zip(selected, limits):
+        for number, (chosen, chosen_limits) in enumerate(zip(selected, limits)):
             alternates = []
             # Walked lazily: the alternates are found among the first few of the candidates.
             pool = (self.pipeline.state(candidates, position)
@@ -365,7 +384,7 @@ class FilterScheduler(driver.Scheduler):
                         host_state, alloc_req, claims.version if claims else None,
                         limits=self._limits_for(host_state, spec_obj, filters_ran)))
             selections.append([selection_obj.Selection.from_host_state(
-                chosen, claims.request_for(chosen) if claims else None,
+                chosen, chosen_requests[number] if claims else None,
                 claims.version if claims else None, limits=chosen_limits)] + alternates)
         return selections
 

@@ -47,6 +47,8 @@ TRACKED_ATTRIBUTES = ('aggregates', 'numa_topology')
 NUMA_COLUMNS = numa_bounds.FREE_PCPU_COLUMNS
 #: Flagged rows whose ``pci_stats`` has device pools (a PciDeviceStats is always truthy).
 PCI_POOLS = 'pci_stats'
+#: Flagged rows whose ``allocation_candidates`` is a list (the Placement path), even empty.
+CANDIDATES = 'allocation_candidates'
 #: Attribute of a RequestSpec where consume_from_request records what it took, per host, for
 #: unconsume_from_request (not a field: it never travels).
 _CONSUMED = '_host_consumptions'
@@ -92,7 +94,7 @@ class HostStateTable:
         self.service_changes = 0
         #: Rows whose attribute of that name is truthy (see :func:`_tracked_attribute`):
         #: weighers learn "no host has aggregates" without visiting every host state.
-        self.flagged = {name: set() for name in TRACKED_ATTRIBUTES + (PCI_POOLS,)}
+        self.flagged = {name: set() for name in TRACKED_ATTRIBUTES + (PCI_POOLS, CANDIDATES)}
         self._free_rows = []
 
     def _grow(self):
@@ -169,8 +171,9 @@ def _float_column(name):
     return property(getter, setter, doc='%s (float column)' % name)
 
 
-def _tracked_attribute(name):
-    """A plain attribute whose truthiness is also recorded in the table's ``flagged[name]``.
+def _tracked_attribute(name, flags=bool):
+    """A plain attribute whose truthiness (or ``flags(value)``) is also recorded in the
+    table's ``flagged[name]``.
 
     Assignments keep the record; a value changed in place would not (the host manager always
     assigns new lists and records).
@@ -183,7 +186,7 @@ def _tracked_attribute(name):
     def setter(self, value):
         self.__dict__[slot] = value
         rows = self._table.flagged[name]
-        if value:
+        if flags(value):
             rows.add(self._row)
         else:
             rows.discard(self._row)
@@ -263,6 +266,13 @@ class HostState:
         self._row = self._table.allocate(self)
         self.pci_stats = None
         self.numa_topology = None
+        #: The allocation requests Placement offered this host for the request being
+        #: filtered, each ``{'allocations': ..., 'mappings': {group: [rp uuid]}}``, which
+        #: NUMATopologyFilter and PciPassthroughFilter narrow to those that fit (Nova's
+        #: ``HostState.allocation_candidates``); None on the path without Placement, where
+        #: those filters decide once with no provider mapping (Nova's default is ``[]``:
+        #: it has no such path outside a rebuild, where these filters do not run).
+        self.allocation_candidates = None
         self.host_ip = None
         self.hypervisor_type = None
         self.hypervisor_hostname = None
@@ -284,6 +294,7 @@ class HostState:
     locals().update({name: _int_column(name) for name in INT_COLUMNS})
     locals().update({name: _float_column(name) for name in FLOAT_COLUMNS})
     aggregates = _tracked_attribute('aggregates')
+    allocation_candidates = _tracked_attribute(CANDIDATES, lambda value: value is not None)
     numa_topology = _numa_topology_property()
     pci_stats = _pci_stats_property()
 
@@ -400,10 +411,13 @@ class HostState:
         pci_requests = spec_obj.pci_requests if 'pci_requests' in spec_obj else None
         pci_requests = pci_requests.requests if pci_requests and self.pci_stats else None
         numa_topology = spec_obj.numa_topology if 'numa_topology' in spec_obj else None
+        # The providers of the claimed allocation (Placement path) pick the PCI devices.
+        provider_mapping = spec_obj.get_request_group_mapping()
         if self.numa_topology and numa_topology:
             fitted = hardware.numa_fit_instance_to_host(
                 self.numa_topology, numa_topology, limits=limits.get('numa_topology'),
-                pci_requests=pci_requests, pci_stats=self.pci_stats)
+                pci_requests=pci_requests, pci_stats=self.pci_stats,
+                provider_mapping=provider_mapping)
             # As in Nova, a topology that does not fit (no NUMATopologyFilter ran, or the
             # host was forced) is dropped from the request: the host's NUMA usage stays as
             # it is, the PCI devices are still taken (with no NUMA cells to match) and the
@@ -417,7 +431,7 @@ class HostState:
             instance_cells = spec_obj.numa_topology.cells if spec_obj.numa_topology else None
             before = _pool_counts(self.pci_stats)
             try:
-                self.pci_stats.apply_requests(pci_requests, {}, instance_cells)
+                self.pci_stats.apply_requests(pci_requests, provider_mapping, instance_cells)
             finally:
                 taken.pci_pools = _pools_taken(before, _pool_counts(self.pci_stats))
                 self.pci_stats = self.pci_stats  # the table's columns follow the counts
@@ -475,9 +489,12 @@ class HostState:
                 self._update_from_compute_node(self.last_compute)
 
     def __repr__(self):
-        return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s' %
+        text = ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s' %
                 (self.host, self.nodename, self.free_ram_mb, self.free_disk_mb,
                  self.num_io_ops, self.num_instances))
+        if self.allocation_candidates is not None:
+            text += ', allocation_candidates: %d' % len(self.allocation_candidates)
+        return text
 
 
 class _Consumption:

@@ -59,19 +59,41 @@ def get_allocation_candidates(ctxt, spec_obj, client, conf):
     return by_rp_uuid, provider_summaries, version
 
 
+class Candidates:
+    """One request's allocation candidates per compute node uuid, as its filters narrow
+    them (NUMATopologyFilter, PciPassthroughFilter: Nova keeps them on its host states).
+
+    A host's list is copied from Placement's answer when first asked for, so only the hosts
+    filtered cost a copy; the candidates themselves are never changed, only dropped.
+    """
+
+    def __init__(self, alloc_reqs_by_rp_uuid):
+        self._offered = alloc_reqs_by_rp_uuid
+        self._left = {}
+
+    def get(self, uuid):
+        left = self._left.get(uuid)
+        if left is None:
+            left = self._left[uuid] = list(self._offered.get(uuid, ()))
+        return left
+
+    def set(self, uuid, candidates):
+        self._left[uuid] = candidates
+
+
 class Claims:
     """One request's candidates from Placement and the claims made for its instances."""
 
     def __init__(self, client, alloc_reqs_by_rp_uuid, provider_summaries, version):
         self.client = client
-        self.alloc_reqs_by_rp_uuid = alloc_reqs_by_rp_uuid
+        self.candidates = Candidates(alloc_reqs_by_rp_uuid)
         self.provider_uuids = set(provider_summaries)
         self.version = version
         self.claimed = []  # instance uuids whose allocations this request made
 
     def request_for(self, host_state):
-        """The first allocation request naming the host's provider, or None."""
-        requests = self.alloc_reqs_by_rp_uuid.get(host_state.uuid)
+        """The first of the host's allocation requests the filters left, or None."""
+        requests = self.candidates.get(host_state.uuid)
         return requests[0] if requests else None
 
     def claim(self, context, spec_obj, instance_uuid, states):
@@ -89,6 +111,7 @@ class Claims:
             if self.client.claim_resources(context, instance_uuid, alloc_req, project_id,
                                            user_id, self.version):
                 self.claimed.append(instance_uuid)
+                map_request_groups(spec_obj, alloc_req)
                 return position
         LOG.debug('Unable to successfully claim against any host.')
         return None
@@ -102,3 +125,14 @@ class Claims:
             except exception.AllocationDeleteFailed:
                 LOG.warning('Could not give back the allocations of %s', instance_uuid)
         self.claimed = []
+
+
+def map_request_groups(spec_obj, alloc_req):
+    """Point the request's groups (``requested_resources``) at the providers of the claimed
+    allocation request, as Nova does before consuming from the host: the host state's
+    PCI bookkeeping takes the devices of those providers."""
+    groups = spec_obj.requested_resources if 'requested_resources' in spec_obj else None
+    mappings = alloc_req.get('mappings') or {}
+    for group in groups or ():
+        if group.requester_id in mappings:
+            group.provider_uuids = mappings[group.requester_id]

@@ -301,12 +301,39 @@ DATA_LAYERS = {
 }
 
 
+#: minisched modules whose helper module of that name answers with Nova's function while a
+#: test patches it there: ``{module: {name: (Nova module, minisched module)}}``. Nova's
+#: NUMATopologyFilter tests ``mock.patch('nova.virt.hardware.numa_fit_instance_to_host')``
+#: to count the fits per allocation candidate; unpatched, minisched's own fit runs.
+PATCHED_THROUGH = {
+    'minisched.scheduler.filters.numa_topology': {
+        'hardware': ('nova.virt.hardware', 'minisched.virt.hardware')},
+}
+
+
+class _PatchedThrough(types.ModuleType):
+    """A minisched module, except for the names a test has patched in a Nova module."""
+
+    def __init__(self, nova_module, own_module):
+        super().__init__(own_module.__name__)
+        self.__dict__['_nova'] = nova_module
+        self.__dict__['_own'] = own_module
+        self.__dict__['_unpatched'] = dict(vars(nova_module))
+
+    def __getattr__(self, name):
+        nova_value = getattr(self._nova, name, None)
+        if name in self._unpatched and nova_value is not self._unpatched[name]:
+            return nova_value
+        return getattr(self._own, name)
+
+
 def redirect_after_import():
     """The redirections of names inside Nova modules (call once Nova is imported).
 
     ``nova.servicegroup.API`` becomes minisched's (ComputeFilter's), and the exceptions of
     :data:`SHARED_EXCEPTIONS` minisched's, so that Nova's ``assertRaises`` catch them; the
-    modules of :data:`DATA_LAYERS` read through Nova's objects and context.
+    modules of :data:`DATA_LAYERS` read through Nova's objects and context, and those of
+    :data:`PATCHED_THROUGH` see Nova's functions that a test patches.
     """
     import nova.exception
     import nova.servicegroup
@@ -320,3 +347,8 @@ def redirect_after_import():
         module = importlib.import_module(module_name)
         for name, nova_module in names.items():
             setattr(module, name, importlib.import_module(nova_module))
+    for module_name, names in PATCHED_THROUGH.items():
+        module = importlib.import_module(module_name)
+        for name, (nova_module, own_module) in names.items():
+            setattr(module, name, _PatchedThrough(importlib.import_module(nova_module),
+                                                  importlib.import_module(own_module)))

@@ -18,35 +18,9 @@ import pytest
 from tests.nova_compat import client
 
 _PREFIX = 'nova.tests.unit.scheduler.'
-_PLACEMENT = 'needs Placement allocation candidates: '
 
 #: Nova tests that cannot pass against minisched, and why.
 EXCLUDED = {
-    # -- minisched has no Placement (nova-reference.md section 0) --
-    _PREFIX + 'filters.test_numa_topology_filters.TestNUMATopologyFilter.'
-    'test_filters_candidates':
-        _PLACEMENT + 'the filter must drop the host_state.allocation_candidates whose '
-        'provider mappings do not fit and fit the topology once per candidate',
-    _PREFIX + 'filters.test_numa_topology_filters.TestNUMATopologyFilter.'
-    'test_filter_fails_if_no_matching_candidate_left':
-        _PLACEMENT + 'the host must fail once no host_state.allocation_candidates entry '
-        'fits',
-    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
-    'test_pci_passthrough_pass':
-        _PLACEMENT + 'asserts PciDeviceStats.support_requests gets provider_mapping from '
-        'the host_state.allocation_candidates entry ({}); minisched passes None',
-    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
-    'test_pci_passthrough_fail':
-        _PLACEMENT + 'asserts PciDeviceStats.support_requests gets provider_mapping from '
-        'the host_state.allocation_candidates entry ({}); minisched passes None',
-    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
-    'test_filters_candidates':
-        _PLACEMENT + 'the filter must drop the host_state.allocation_candidates whose '
-        'provider mappings lack the devices',
-    _PREFIX + 'filters.test_pci_passthrough_filters.TestPCIPassthroughFilter.'
-    'test_filter_fails_if_no_matching_candidate_left':
-        _PLACEMENT + 'the host must fail once no host_state.allocation_candidates entry '
-        'has the devices',
     # -- Nova's HostState internals --
     _PREFIX + 'test_host_manager.HostStateTestCase.'
     'test_stat_consumption_from_compute_node':

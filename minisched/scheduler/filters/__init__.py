@@ -92,6 +92,112 @@ class BaseHostFilter(abc.ABC):
         return None
 
 
+#: Attribute of a RequestSpec holding, on the Placement path, that request's allocation
+#: candidates per compute node uuid (a ``placement_claims.Candidates``), as its filters
+#: narrow them. Host states are shared by the requests decided at once, so what one
+#: request's filters keep is kept with the request, not on the host state (where Nova keeps
+#: it, and where a caller without such an attribute, as Nova's tests, sets it). Not a field:
+#: it never travels.
+REQUEST_CANDIDATES = '_allocation_candidates'
+
+
+def request_candidates(spec_obj):
+    """The request's own allocation candidates (see :data:`REQUEST_CANDIDATES`), or None."""
+    return getattr(spec_obj, REQUEST_CANDIDATES, None)
+
+
+def mapping_matters(pci_requests, mapping):
+    """Whether deciding ``pci_requests`` with the provider ``mapping`` of a candidate may
+    differ from deciding them with none (the path without Placement): its groups name some
+    of the requests' devices (``<request_id>-<n>``), or a request carries ``rp_uuids`` that a
+    mapping overrides. NUMA fits without PCI requests never read a mapping."""
+    if not mapping or not pci_requests:
+        return False
+    for request in pci_requests:
+        if request.source == request.NEUTRON_PORT:
+            continue  # any pool, mapping or not
+        if request.request_id is None or request.spec and request.spec[0].get('rp_uuids'):
+            return True
+        if any(key.startswith(request.request_id) for key in mapping):
+            return True
+    return False
+
+
+def candidate_kinds(view, spec_obj, pci_requests):
+    """How the rows' allocation candidates bear on a NUMA or PCI decision, as bool masks
+    over ``view``: ``(per_host, none_left, same)``. ``per_host``: a candidate's mapping
+    matters (:func:`mapping_matters`), the host is decided per candidate; ``none_left``: an
+    empty list, the host fails; ``same``: every candidate decides as with no mapping, so the
+    host is decided once as without Placement, its candidates kept or all dropped. Rows of
+    none of them have no candidates (the path without Placement)."""
+    count = len(view)
+    per_host = np.zeros(count, dtype=bool)
+    none_left = np.zeros(count, dtype=bool)
+    same = np.zeros(count, dtype=bool)
+    request = request_candidates(spec_obj)
+    states = view.table.states
+    rows = np.asarray(view.rows).tolist()
+    if request is None:
+        positions = view.flagged('allocation_candidates').tolist()
+        lists = [(pos, states[rows[pos]].allocation_candidates) for pos in positions]
+    else:
+        lists = [(pos, request.get(states[row].uuid)) for pos, row in enumerate(rows)]
+    for pos, candidates in lists:
+        if not candidates:
+            none_left[pos] = True
+        elif any(mapping_matters(pci_requests, candidate['mappings'])
+                 for candidate in candidates):
+            per_host[pos] = True
+        else:
+            same[pos] = True
+    return per_host, none_left, same
+
+
+class CandidateFilterMixin:
+    """For filters that decide per Placement allocation candidate (Nova's mixin of the name).
+
+    On the Placement path a host has the allocation requests offered for it (each with the
+    ``mappings`` of request groups to providers); such a filter keeps those whose provider
+    mapping fits and passes the host while one is left. Without Placement (the host state's
+    ``allocation_candidates`` is None and the request has none) it decides once, with no
+    provider mapping.
+    """
+
+    @staticmethod
+    def candidates_of(host_state, spec_obj):
+        """The host's allocation candidates left for this request, or None."""
+        request = request_candidates(spec_obj)
+        if request is None:
+            return host_state.allocation_candidates
+        return request.get(host_state.uuid)
+
+    @staticmethod
+    def keep_candidates(host_state, spec_obj, candidates):
+        request = request_candidates(spec_obj)
+        if request is None:
+            host_state.allocation_candidates = candidates
+        else:
+            request.set(host_state.uuid, candidates)
+
+    def passes_candidates(self, host_state, spec_obj, fits):
+        """True when ``fits(provider_mapping)`` holds for the host: for each of its
+        candidates, those that fail dropped from the host's candidates."""
+        candidates = self.candidates_of(host_state, spec_obj)
+        if candidates is None:
+            return bool(fits(None))
+        name = self.__class__.__name__  # (``type`` here is the TypeFilter module)
+        good = []
+        for candidate in candidates:
+            LOG.debug('%s tries allocation candidate: %s', name, candidate)
+            if fits(candidate['mappings']):
+                LOG.debug('%s accepted allocation candidate: %s', name, candidate)
+                good.append(candidate)
+            else:
+                LOG.debug('%s rejected allocation candidate: %s', name, candidate)
+        self.keep_candidates(host_state, spec_obj, good)
+        return bool(good)
+
+
 class RowView:
     """Candidate rows of a HostStateTable, in candidate order."""
 

@@ -6,8 +6,10 @@ with a topology fails on hosts reporting none, and elsewhere must fit
 (:func:`minisched.virt.hardware.numa_fit_instance_to_host`, with the host's CPU and RAM
 allocation ratios as ``NUMATopologyLimits``, its PCI devices for the requests' NUMA
 affinity). A passing host gets those limits as ``limits['numa_topology']``, which the
-compute's claim fits against again. minisched has no Placement, hence no allocation
-candidates to narrow.
+compute's claim fits against again. On the Placement path the fit runs once per allocation
+candidate of the host, with that candidate's provider mapping (which providers the PCI
+devices come from), and the candidates that do not fit are dropped from
+``host_state.allocation_candidates``; the host passes while one is left.
 """
 import logging
 
@@ -52,7 +54,9 @@ class _Request:
     NUMATopology (see ``host_state``), and identical idle hosts are the common case of a real
     cluster, so the fit runs once for all of them. (The devices count because the fit tries
     host cells with devices last.) With PCI requests the answer depends on each host's
-    devices themselves, and the fit runs per host.
+    devices themselves, and the fit runs per host. A provider mapping only matters to PCI
+    requests, so the memo also answers for a host with a single allocation candidate; one
+    with several is fitted once per candidate, as Nova does.
     """
 
     def __init__(self, spec_obj):
@@ -63,6 +67,7 @@ class _Request:
         self.network_metadata = (spec_obj.network_metadata if 'network_metadata' in spec_obj
                                  else None)
         self.memo = None if self.pci_requests else {}
+        self.spec_obj = spec_obj
 
 
 def _limits(ratios, request):
@@ -80,7 +85,7 @@ def _devices_by_node(pci_stats):
                         for pool in pools if pool['count']))
 
 
-class NUMATopologyFilter(filters.BaseHostFilter):
+class NUMATopologyFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
     """Passes hosts whose NUMA topology can take the requested instance topology."""
 
     RUN_ON_REBUILD = False
@@ -108,23 +113,32 @@ class NUMATopologyFilter(filters.BaseHostFilter):
                       {'host': host_state.host, 'node': host_state.nodename})
             return False, None
         ratios = (host_state.cpu_allocation_ratio, host_state.ram_allocation_ratio)
+        candidates = self.candidates_of(host_state, request.spec_obj)
+        memo = request.memo
+        if candidates is not None and len(candidates) != 1:
+            memo = None  # none left (fails unfitted) or several (each fitted)
         key = (id(host_topology), ratios, _devices_by_node(host_state.pci_stats))
-        if request.memo is not None and key in request.memo:
-            return request.memo[key]
+        if memo is not None and key in memo:
+            answer = memo[key]
+            if not answer[0] and candidates is not None:
+                self.keep_candidates(host_state, request.spec_obj, [])
+            return answer
         limits = _limits(ratios, request)
         # Unlike Nova's, the fit leaves the topology it is given alone: no copy per host.
-        fitted = hardware.numa_fit_instance_to_host(
-            host_topology, request.topology, limits=limits,
-            pci_requests=request.pci_requests, pci_stats=host_state.pci_stats)
-        if fitted is None:
+        fits = self.passes_candidates(
+            host_state, request.spec_obj, lambda mapping: hardware.numa_fit_instance_to_host(
+                host_topology, request.topology, limits=limits,
+                pci_requests=request.pci_requests, pci_stats=host_state.pci_stats,
+                provider_mapping=mapping))
+        if not fits:
             LOG.debug('%(host)s, %(node)s fails NUMA topology requirements: the instance '
                       'does not fit on this host.',
                       {'host': host_state.host, 'node': host_state.nodename})
             answer = False, None
         else:
             answer = True, limits
-        if request.memo is not None:
-            request.memo[key] = answer
+        if memo is not None:
+            memo[key] = answer
         return answer
 
     def limits_for(self, host_state, spec_obj):
@@ -141,7 +155,8 @@ class NUMATopologyFilter(filters.BaseHostFilter):
 
     def filter_rows(self, view, spec_obj):
         # Hosts without a topology are decided at once, most others from the columns of
-        # their cells (numa_rules); the fit runs for the rest only.
+        # their cells (numa_rules); the fit runs for the rest only. On the Placement path,
+        # hosts whose candidates' mappings matter are fitted per candidate.
         request = _Request(spec_obj)
         columns, rows = view.table.columns, view.rows
         ncells = columns['numa_ncells'][rows]
@@ -155,6 +170,8 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         passes = np.zeros(len(positions), dtype=bool)
         if request.requires_threads:
             open_ &= ~(readable & (columns['numa_threads'][sub] == 0))
+        # The hosts Nova decides per allocation candidate: the others failed or passed before.
+        reach = open_.copy() if request.topology else np.zeros(len(positions), dtype=bool)
         if not request.topology:
             passes = open_ & readable
             open_ &= ~readable
@@ -168,8 +185,18 @@ class NUMATopologyFilter(filters.BaseHostFilter):
             else:
                 passes = open_ & ~decision.open & decision.passes
                 open_ &= decision.open
+        same = np.zeros(len(positions), dtype=bool)
+        if reach.any():
+            per_host, none_left, same = (
+                kind[positions] & reach
+                for kind in filters.candidate_kinds(view, spec_obj, request.pci_requests))
+            open_ = (open_ | per_host) & ~none_left
+            passes &= ~none_left
         mask[positions] = passes
         states = view.table.states
         for pos in positions[open_].tolist():
             mask[pos] = self._fit(states[rows[pos]], request)[0]
+        # Decided once for all their candidates: a host that fails keeps none.
+        for pos in positions[same & ~open_ & ~passes].tolist():
+            self.keep_candidates(states[rows[pos]], spec_obj, [])
         return mask

@@ -2,8 +2,10 @@
 
 Nova's PciPassthroughFilter: a request without PCI requests passes; otherwise the host's
 device pools (``host_state.pci_stats``, a PciDeviceStats) must support every request
-(vendor/product and tags, count, NUMA affinity policy). minisched has no Placement, hence no
-allocation candidates to narrow.
+(vendor/product and tags, count, NUMA affinity policy). On the Placement path it must for at
+least one of the host's allocation candidates, with that candidate's provider mapping (the
+devices Nova 34 tracks in Placement come from the providers it names), and the candidates
+for which it does not are dropped from ``host_state.allocation_candidates``.
 """
 import logging
 
@@ -20,7 +22,7 @@ def _requests(spec_obj):
     return pci_requests.requests if pci_requests else None
 
 
-class PciPassthroughFilter(filters.BaseHostFilter):
+class PciPassthroughFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
     """Passes hosts whose PCI device pools can satisfy the request's PCI requests."""
 
     RUN_ON_REBUILD = False
@@ -29,8 +31,10 @@ class PciPassthroughFilter(filters.BaseHostFilter):
         requests = _requests(spec_obj)
         if not requests:
             return True
-        if not host_state.pci_stats or not host_state.pci_stats.support_requests(
-                requests, provider_mapping=None):
+        pci_stats = host_state.pci_stats
+        if not pci_stats or not self.passes_candidates(
+                host_state, spec_obj, lambda mapping: pci_stats.support_requests(
+                    requests, provider_mapping=mapping)):
             LOG.debug("%(host_state)s doesn't have the required PCI devices (%(requests)s)",
                       {'host_state': host_state, 'requests': requests})
             return False
@@ -46,16 +50,23 @@ class PciPassthroughFilter(filters.BaseHostFilter):
         if any(request.count < 1 for request in requests):
             return None  # a request for no device: let every host answer for itself
         # A host without free devices has none to give (for a request of one or more); the
-        # others are decided from their devices per pool kind (numa_rules), or asked.
+        # others are decided from their devices per pool kind (numa_rules), or asked, as are
+        # those whose allocation candidates' mappings matter (decided per candidate).
         columns, rows = view.table.columns, view.rows
-        mask = np.zeros(len(view), dtype=bool)
-        positions = np.flatnonzero((columns['pci_kinds_known'][rows] == 0) |
-                                   (columns['pci_free'][rows] > 0))
-        if not len(positions):
-            return mask
-        decision = numa_rules.pci_decision(view.table, rows[positions], requests)
-        mask[positions] = decision.passes & ~decision.open
         states = view.table.states
-        for pos in positions[decision.open].tolist():
+        mask = np.zeros(len(view), dtype=bool)
+        asked, none_left, same = filters.candidate_kinds(view, spec_obj, requests)
+        positions = np.flatnonzero(((columns['pci_kinds_known'][rows] == 0) |
+                                    (columns['pci_free'][rows] > 0)) & ~asked & ~none_left)
+        if len(positions):
+            decision = numa_rules.pci_decision(view.table, rows[positions], requests)
+            mask[positions] = decision.passes & ~decision.open
+            asked[positions[decision.open]] = True
+        for pos in np.flatnonzero(asked).tolist():
             mask[pos] = self.host_passes(states[rows[pos]], spec_obj)
+        # Decided once for all their candidates: a host with devices that fails keeps none.
+        for pos in np.flatnonzero(same & ~asked & ~mask).tolist():
+            state = states[rows[pos]]
+            if state.pci_stats:
+                self.keep_candidates(state, spec_obj, [])
         return mask
