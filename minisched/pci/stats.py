@@ -98,7 +98,7 @@ class PciDeviceStats:
         self.pools = [pool.to_dict() for pool in stats] if stats else []
         self.pools.sort(key=len)
         #: The pools in the order reported (the list only: counts change in place), where
-        #: ``give_back`` puts back a pool that ``apply_requests`` emptied and dropped.
+        #: ``give_back`` puts back a pool that ``apply_requests`` dropped.
         self._reported = list(self.pools)
         # One shared empty filter for the scheduler's many stats built from pool lists.
         self.dev_filter = dev_filter or _NO_DEVICE_SPEC
@@ -511,11 +511,13 @@ class PciDeviceStats:
 
     def give_back(self, pool, count):
         """Return ``count`` devices that ``apply_requests`` took from ``pool`` (a copy
-        of the pool as it was then).
+        of the pool as it was then; ``count`` is 0 for a pool already empty that the
+        request reached).
 
-        A pool the request emptied was dropped from the list: it goes back to its place
-        in the reported order, which is the order Nova's next request starts from (Nova
-        builds the pools from the compute node's record for every request).
+        A pool the request emptied, or reached empty, was dropped from the list: it goes
+        back to its place in the reported order, which is the order Nova's next request
+        starts from (Nova builds the pools from the compute node's record for every
+        request).
         """
         identity = pool_identity(pool)
         for current in self.pools:

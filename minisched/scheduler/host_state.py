@@ -530,11 +530,14 @@ def _pool_counts(stats):
 
 
 def _pools_taken(before, after):
+    """``[(pool, devices taken)]`` from two ``_pool_counts``: every pool whose count fell,
+    and every pool that left the list even with nothing taken (as Nova's rule drops an
+    empty pool a request reaches), so that giving back puts it in its place again."""
     taken = []
     for key, (count, pool) in before.items():
-        left = after[key][0] if key in after else 0
-        if left < count:
-            taken.append((pool, count - left))
+        left = after[key][0] if key in after else None
+        if left is None or left < count:
+            taken.append((pool, count - (left or 0)))
     return taken
 
 

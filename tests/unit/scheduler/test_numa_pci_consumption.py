@@ -148,6 +148,15 @@ class TestConsumptionAgainstNovasRule(base.TestCase):
 
     @settings(max_examples=40, deadline=None,
               suppress_health_check=[HealthCheck.too_slow])
+    @example(  # a multi-create's first instance drops an empty pool it reaches (as Nova's
+        # rule does) with the one it empties; when the request fails, both come back
+        hosts=[{'nodes': 1, 'cpus_per_node': 2, 'hugepages': (), 'pools': []},
+               {'nodes': 1, 'cpus_per_node': 2, 'hugepages': (), 'pools': []},
+               {'nodes': 1, 'cpus_per_node': 2, 'hugepages': (), 'pools': [(0, 0), (1, 1)]}],
+        requests=[{'extra_specs': {}, 'size': (1024, 2), 'count': 1, 'force': None}] * 3 + [
+            {'extra_specs': {'pci_passthrough:alias': 'nic:1'}, 'size': (1024, 2),
+             'count': 2, 'force': None}],
+        numa_filters=True)
     @example(  # after a first instance, a multi-create empties both pools of the one host
         # with devices, then fails: the pools come back in their order
         hosts=[{'nodes': 2, 'cpus_per_node': 4, 'hugepages': (), 'pools': [(0, 1), (1, 1)]},
