@@ -211,7 +211,9 @@ def test_cell_whose_database_does_not_answer_is_skipped_while_the_other_schedule
 
     restore = break_database(request, dep.clusters['cell2'].db_url)
     big = dep.select(**BIG_RAM)
-    assert big.hosts == [] and big.error.startswith('NoValidHost'), big
+    # Nothing else fits: a NoValidHost that names the cells whose hosts were not considered.
+    assert big.hosts == [] and big.error.startswith('CellsUnreachable'), big
+    assert 'cell2 unreachable since' in big.error and 'cell3 unreachable since' in big.error
     assert DOWN % uuids['cell2'] in scheduler_log()
     assert dep.select(**BIG_DISK).hosts == [('c1', uuids['cell1'])]
     # Even a request that both hosts fit goes to cell1: c2 is no candidate at all.
