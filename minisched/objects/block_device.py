@@ -17,27 +17,21 @@ from minisched.objects import fields
 _NO_TABLE = 'minisched keeps no block device mapping table in its cells (no volume service)'
 
 
-class BlockDeviceDestinationType(ovo_fields.Enum):
+class BlockDeviceDestinationType(fields.BaseMinischedEnum):
     LOCAL = 'local'
     VOLUME = 'volume'
     ALL = (LOCAL, VOLUME)
 
-    def __init__(self):
-        super().__init__(valid_values=self.ALL)
 
-
-class BlockDeviceSourceType(ovo_fields.Enum):
+class BlockDeviceSourceType(fields.BaseMinischedEnum):
     BLANK = 'blank'
     IMAGE = 'image'
     SNAPSHOT = 'snapshot'
     VOLUME = 'volume'
     ALL = (BLANK, IMAGE, SNAPSHOT, VOLUME)
 
-    def __init__(self):
-        super().__init__(valid_values=self.ALL)
 
-
-class BlockDeviceType(ovo_fields.Enum):
+class BlockDeviceType(fields.BaseMinischedEnum):
     CDROM = 'cdrom'
     DISK = 'disk'
     FLOPPY = 'floppy'
@@ -45,18 +39,12 @@ class BlockDeviceType(ovo_fields.Enum):
     LUN = 'lun'
     ALL = (CDROM, DISK, FLOPPY, FS, LUN)
 
-    def __init__(self):
-        super().__init__(valid_values=self.ALL)
 
-
-class BlockDeviceEncryptionFormatType(ovo_fields.Enum):
+class BlockDeviceEncryptionFormatType(fields.BaseMinischedEnum):
     PLAIN = 'plain'
     LUKS = 'luks'
     LUKSV2 = 'luksv2'
     ALL = (PLAIN, LUKS, LUKSV2)
-
-    def __init__(self):
-        super().__init__(valid_values=self.ALL)
 
 
 class BlockDeviceDestinationTypeField(ovo_fields.BaseEnumField):

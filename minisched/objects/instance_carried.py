@@ -17,36 +17,27 @@ from minisched.objects import fields
 from minisched.objects import instance_extra
 
 
-class CPUMode(ovo_fields.Enum):
+class CPUMode(fields.BaseMinischedEnum):
     CUSTOM = 'custom'
     HOST_MODEL = 'host-model'
     HOST_PASSTHROUGH = 'host-passthrough'
     ALL = (CUSTOM, HOST_MODEL, HOST_PASSTHROUGH)
 
-    def __init__(self):
-        super().__init__(valid_values=self.ALL)
 
-
-class CPUMatch(ovo_fields.Enum):
+class CPUMatch(fields.BaseMinischedEnum):
     MINIMUM = 'minimum'
     EXACT = 'exact'
     STRICT = 'strict'
     ALL = (MINIMUM, EXACT, STRICT)
 
-    def __init__(self):
-        super().__init__(valid_values=self.ALL)
 
-
-class CPUFeaturePolicy(ovo_fields.Enum):
+class CPUFeaturePolicy(fields.BaseMinischedEnum):
     FORCE = 'force'
     REQUIRE = 'require'
     OPTIONAL = 'optional'
     DISABLE = 'disable'
     FORBID = 'forbid'
     ALL = (FORCE, REQUIRE, OPTIONAL, DISABLE, FORBID)
-
-    def __init__(self):
-        super().__init__(valid_values=self.ALL)
 
 
 class CPUModeField(ovo_fields.BaseEnumField):
