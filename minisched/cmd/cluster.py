@@ -281,8 +281,10 @@ def _start(cluster, fake):
     cluster.map_cells()
     lost = cluster.retire_lost_instances()
     if lost:
-        cluster.say('%d instance(s) of an earlier run are set to ERROR and count on no host: '
-                    'fake computes keep no instance across a restart.' % lost)
+        cluster.say('%d instance(s) of an earlier run are set to ERROR and count on no host%s: '
+                    'fake computes keep no instance across a restart.' % (
+                        lost, ' (their Placement allocations removed)'
+                        if cluster.placement_server is not None else ''))
     cluster.say('Starting conductor, scheduler and %d compute(s)...' % cluster.computes)
     if fake:
         launcher = _start_in_process(conf, cluster)
