@@ -80,8 +80,8 @@ def test_two_demos_at_once_each_on_a_vhost_of_its_own(tmp_path, monkeypatch):
 
 def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
     state = tmp_path / 'first'
-    up = _cluster_cmd('up', '--detach', '--no-placement', '--state-dir', str(state), '--transport-url',
-                      transport_url, '--computes', '2')
+    up = _cluster_cmd('up', '--detach', '--no-placement', '--state-dir', str(state),
+                      '--transport-url', transport_url, '--computes', '2')
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert ('Operate it with: minisched-manage --config-file %s --config-dir %s service '
@@ -122,8 +122,8 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
 
     # Up again on that state: it says so, and the instances of the first run are not shown
     # running on computes that do not run them (the fake driver kept none).
-    again = _cluster_cmd('up', '--detach', '--no-placement', '--state-dir', str(state), '--transport-url',
-                         transport_url, '--computes', '1')
+    again = _cluster_cmd('up', '--detach', '--no-placement', '--state-dir', str(state),
+                         '--transport-url', transport_url, '--computes', '1')
     try:
         assert again.returncode == 0, again.stdout + again.stderr
         assert 'Reusing the state directory %s' % state in again.stdout
