@@ -221,6 +221,7 @@ def run_size(url, hosts, calls, out=print, nova=True):
             results['nova'], = cluster.run_children(
                 placement_nova.run_child, [(nova_dir, server.url, MAX_PLACEMENT_RESULTS,
                                             hosts, warmup, timed)], timeout=900 + 60 * calls)
+        decode, size = placement_load.decode_seconds(server.url, MAX_PLACEMENT_RESULTS)
     finally:
         server.stop()
     ms = results['minisched']
@@ -230,6 +231,10 @@ def run_size(url, hosts, calls, out=print, nova=True):
         'minisched select_destinations @%d hosts, over RabbitMQ p50' % hosts,
         _ms(ms['total'], 50), 'ms', 'p99 %.4g ms; the client\'s clock: RPC and the '
         'RequestSpec\'s (de)serialization added' % _ms(ms['total'], 99)))
+    figures.append(common.info(
+        'decoding Placement\'s answer @%d hosts (in both schedulers\' own time)' % hosts,
+        decode * 1000, 'ms', 'json.loads of %.0f kB: the allocation candidates of one 2 GB '
+        'request (max_placement_results %d)' % (size / 1000.0, MAX_PLACEMENT_RESULTS)))
     if nova:
         figures += _split_figures('Nova 34', hosts, results['nova']['total'],
                                   results['nova']['placement'],

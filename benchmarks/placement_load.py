@@ -114,8 +114,9 @@ def usage_consumer(node):
     return node['uuid'][:-12] + 'fffffffffff' + node['uuid'][-1]
 
 
-def request(url, method, path, body=None, version='1.36'):
-    """One call to Placement as the admin (noauth2); ``(status, decoded JSON or None)``."""
+def request(url, method, path, body=None, version='1.36', raw=False):
+    """One call to Placement as the admin (noauth2); ``(status, decoded JSON or None)``
+    (``raw``: the body's bytes, undecoded)."""
     from minisched.localcluster import placement
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url + path, data=data, method=method, headers={
@@ -125,7 +126,7 @@ def request(url, method, path, body=None, version='1.36'):
     try:
         with urllib.request.urlopen(req, timeout=120) as resp:
             text = resp.read()
-            return resp.status, json.loads(text) if text else None
+            return resp.status, (text if raw else json.loads(text) if text else None)
     except urllib.error.HTTPError as exc:
         return exc.code, None
 
@@ -146,6 +147,28 @@ def check(url, pairs):
                 used['usages'] != {names[rc]: n for rc, n in usage(node).items()}:
             raise RuntimeError('provider %s is not as loaded: %s %s' % (
                 node['uuid'], inventory, used))
+
+
+#: The query both schedulers send for the bench's 2 GB flavor (Nova 34's, as it sent it).
+CANDIDATES_QUERY = ('/allocation_candidates?limit=%d&resources=DISK_GB%%3A20%%2CMEMORY_MB%%3A'
+                    '2048%%2CVCPU%%3A1&root_required=OWNER_NOVA%%2C%%21COMPUTE_STATUS_DISABLED')
+
+
+def decode_seconds(url, limit, rounds=5):
+    """``(median seconds to decode, bytes)`` of Placement's answer to
+    :data:`CANDIDATES_QUERY`: scheduler CPU that both schedulers spend on each answer,
+    counted in their own time."""
+    import statistics
+    import time
+    status, body = request(url, 'GET', CANDIDATES_QUERY % limit, raw=True)
+    if status != 200:
+        raise RuntimeError('GET /allocation_candidates answered %s' % status)
+    times = []
+    for _round in range(rounds):
+        start = time.perf_counter()
+        json.loads(body)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), len(body)
 
 
 def release(url, consumers):
