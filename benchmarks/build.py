@@ -20,19 +20,17 @@ reports, periodic tasks, the client's polling) is background, shown apart per mi
 trace, the CPU of one RPC call and of one cast is measured first (``benchmarks.wire``), and the
 messages a boot sends are priced at it: what they alone cost, a floor under the build's CPU.
 """
-import contextlib
 import datetime
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 from benchmarks import cluster
 from benchmarks import common
 from benchmarks import databases
+from benchmarks import placement_load
 from benchmarks import wire
 from minisched.messaging import trace
 from minisched.messaging import trace_files
@@ -258,15 +256,16 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
     db_context = databases.sqlite_db() if backend == 'sqlite' else databases.server_db(backend)
     broker = cluster.private_broker() if own_broker else cluster.vhost(suffix='build')
     snapshots, wire_costs, idle = {}, None, None
-    with broker as url, db_context as db_url, _placement(placement) as placement_server:
+    with broker as url, db_context as db_url, \
+            placement_load.deployment(placement) as placement_server:
         # oslo.db's default overflow (50 per worker) could exhaust a shared PostgreSQL; 10
         # made a few conductor calls time out waiting for a connection at 200 computes.
         pools = {'max_pool_size': 5, 'max_overflow': 25}
         bench = cluster.Cluster(url, db_url, sections=dict({
             'conductor': {'workers': 2}, 'DEFAULT': {'update_resources_interval': 30},
-            'database': pools, 'api_database': pools}, **_placement_sections(
+            'database': pools, 'api_database': pools}, **placement_load.sections(
                 placement, placement_server)))
-        servers = _placement_cpu(placement_server)
+        servers = placement_load.cpu(placement_server)
         trace_dir = os.path.join(bench.workdir, 'trace') if trace_on else None
         if trace_dir:
             bench.env[trace.ENV_VAR] = trace_dir
@@ -290,7 +289,7 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
                 % (computes, per_process))
             processes = start_computes(bench, db_url, computes, per_process)
             if placement_server is not None:
-                _wait_providers(placement_server.url, computes)
+                placement_load.wait_providers(placement_server.url, computes)
             out('  build: the deployment idle for %.0f s...' % IDLE_SECONDS)
             idle = idle_cost(bench)
             out('  build: booting %d instances...' % instances)
@@ -326,58 +325,6 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
         figures += [build_floor.share_figure(figures[0].value, floor_figures[0].value)]
         figures += floor_figures
     return figures
-
-
-@contextlib.contextmanager
-def _placement(enabled):
-    """A started Placement on SQLite when ``enabled`` (stopped and removed after), else
-    None."""
-    if not enabled:
-        yield None
-        return
-    from minisched.localcluster import placement
-    directory = tempfile.mkdtemp(prefix='minisched-bench-placement-')
-    server = placement.PlacementServer(directory)
-    try:
-        server.write_config()
-        server.db_sync()
-        server.start()
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _placement_sections(enabled, server):
-    if enabled is None:
-        return {}
-    if server is None:
-        return {'placement': {'enabled': False}}
-    from minisched.localcluster import placement
-    return {'placement': dict(placement.client_options(server.url), enabled=True)}
-
-
-def _placement_cpu(server):
-    """``{'placement': callable}``: the CPU of Placement's uWSGI master and workers so far."""
-    if server is None:
-        return {}
-    pid = server.proc.pid
-    return {'placement': lambda: sum(cluster.process_cpu_seconds(p)
-                                     for p in [pid] + cluster.children(pid))}
-
-
-def _wait_providers(url, computes, timeout=300):
-    """Until Placement lists a provider per compute (the computes report them)."""
-    from benchmarks import placement_load
-    deadline = time.monotonic() + timeout
-    while True:
-        status, body = placement_load.request(url, 'GET', '/resource_providers')
-        if status == 200 and len(body['resource_providers']) >= computes:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError('Placement has %s providers of %d computes' % (
-                len(body['resource_providers']) if body else status, computes))
-        time.sleep(1)
 
 
 # -- the build trace -------------------------------------------------------------------------

@@ -159,22 +159,43 @@ def _split_figures(who, hosts, total, placement, note=''):
 
 
 def decisions_figure(hosts, results, pairs, instances):
-    """Every request placed on a known, enabled host, and each claim there to give back."""
+    """Every request placed on a known, enabled host, and (with Placement) each claim there
+    to give back."""
     enabled = {s['host'] for s, _n in pairs if not s['disabled']}
     problems = []
     for who, result in results.items():
         wrong = [h for chosen in result['hosts'] for h in (chosen or ()) if h not in enabled]
         unplaced = sum(chosen is None for chosen in result['hosts'])
-        if unplaced or wrong or result['released'] != instances:
+        claimed = 0 if who == 'without' else instances  # no claim without Placement
+        if unplaced or wrong or result['released'] != claimed:
             problems.append('%s: %d unplaced (%s), %d on unknown or disabled hosts, %d/%d '
                             'claims found' % (who, unplaced, '; '.join(
                                 sorted(set(result['errors'])))[:200], len(wrong),
-                                result['released'], instances))
+                                result['released'], claimed))
     same = sum(a == b for a, b in zip(results['minisched']['hosts'], results['nova']['hosts']))
     return common.Figure('decisions placement @%d hosts' % hosts, 'ok' if not problems else
                          'WRONG', '', 'all valid', not problems,
                          '; '.join(problems) or '%d requests each, all placed and claimed; '
-                         'the same host chosen by both for %d' % (instances, same))
+                         'the same host chosen by both for %d; without Placement all placed'
+                         % (instances, same))
+
+
+def _minisched_phase(bench, timings_dir, placement_url, warmup, timed, calls, enabled):
+    """A scheduler with ``[placement] enabled`` as said, the calls made, the scheduler
+    stopped: ``(the client's results, the scheduler's timings)``."""
+    name = 'scheduler-%s' % ('with' if enabled else 'without')
+    directory = os.path.join(timings_dir, name)
+    os.makedirs(directory)
+    bench.env[placement_scheduler.ENV] = directory
+    bench.start(name, 'benchmarks.placement_scheduler', {'placement': {'enabled': enabled}},
+                ready='minisched-scheduler ready')
+    try:
+        result, = cluster.run_children(
+            _minisched_child, [(bench.conf_file, placement_url, warmup, timed)],
+            timeout=600 + 60 * calls)
+    finally:
+        bench.stop(name)
+    return result, scheduler_timings(directory, timed)
 
 
 def run_size(url, hosts, calls, out=print, nova=True):
@@ -199,16 +220,15 @@ def run_size(url, hosts, calls, out=print, nova=True):
             synthetic.write_db(db_url, pairs, api_url=db_url, cell_uuid=str(uuid.uuid4()),
                                transport_url=url)
             bench = cluster.Cluster(url, db_url, workdir=os.path.join(workdir, 'minisched'),
-                                    sections=scheduler_sections(server.url),
-                                    env={placement_scheduler.ENV: timings_dir})
+                                    sections=scheduler_sections(server.url))
             try:
-                bench.start('scheduler', 'benchmarks.placement_scheduler',
-                            ready='minisched-scheduler ready')
-                out('  placement: minisched, %d calls...' % calls)
-                results['minisched'], = cluster.run_children(
-                    _minisched_child, [(bench.conf_file, server.url, warmup, timed)],
-                    timeout=600 + 60 * calls)
-                own = scheduler_timings(timings_dir, timed)
+                out('  placement: minisched without Placement (the reference), %d calls...'
+                    % calls)
+                results['without'], without = _minisched_phase(
+                    bench, timings_dir, server.url, warmup, timed, calls, enabled=False)
+                out('  placement: minisched with Placement, %d calls...' % calls)
+                results['minisched'], own = _minisched_phase(
+                    bench, timings_dir, server.url, warmup, timed, calls, enabled=True)
             except BaseException:
                 out('  placement bench failed; logs under %s' % bench.workdir)
                 bench.stop_all()
@@ -231,6 +251,11 @@ def run_size(url, hosts, calls, out=print, nova=True):
         'minisched select_destinations @%d hosts, over RabbitMQ p50' % hosts,
         _ms(ms['total'], 50), 'ms', 'p99 %.4g ms; the client\'s clock: RPC and the '
         'RequestSpec\'s (de)serialization added' % _ms(ms['total'], 99)))
+    figures.append(common.info(
+        'minisched select_destinations @%d hosts without Placement, total p50' % hosts,
+        _ms(without['total'], 50), 'ms', 'p99 %.4g ms; scheduler side; the same calls, '
+        'every host filtered and weighed (today\'s path); over RabbitMQ p50 %.4g ms' % (
+            _ms(without['total'], 99), _ms(results['without']['total'], 50))))
     figures.append(common.info(
         'decoding Placement\'s answer @%d hosts (in both schedulers\' own time)' % hosts,
         decode * 1000, 'ms', 'json.loads of %.0f kB: the allocation candidates of one 2 GB '
@@ -268,6 +293,15 @@ def build_figures(instances, computes, per_process, out=print):
         found = build.run(instances, computes, per_process, out=out, trace_on=True,
                           reports=[], placement=with_placement)
         suffix = ' [%s Placement]' % ('with' if with_placement else 'without')
+        per_build = {f.figure: f.value for f in found
+                     if f.figure.startswith('build CPU per instance, ')}
+        servers = [name for name in ('rabbitmq', 'postgresql', 'placement')
+                   if 'build CPU per instance, ' + name in per_build]
+        figures.append(common.info(
+            'build CPU per instance, all' + suffix, sum(
+                per_build['build CPU per instance, ' + name] for name in
+                ['minisched processes'] + servers), 'ms',
+            'minisched processes + %s (from /proc)' % ' + '.join(servers)))
         for figure in found:
             if figure.figure.startswith(('build throughput', 'request -> ACTIVE p50',
                                          'build CPU per instance')):

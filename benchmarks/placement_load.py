@@ -14,11 +14,19 @@ SQLAlchemy table definitions (``placement.db.sqlalchemy.models``), before the se
 starts; through the REST API (two requests per provider, one at a time on SQLite) 10,000
 providers took minutes. What was written is read back through the API by the bench
 (:func:`check`).
+
+For the build bench with Placement (:func:`deployment`, :func:`sections`, :func:`cpu`,
+:func:`wait_providers`): an empty Placement that the fake computes fill themselves.
 """
+import contextlib
 import datetime
 import json
+import shutil
+import tempfile
+import time
 import urllib.request
 
+from benchmarks import cluster
 from benchmarks import synthetic
 
 #: Nova's initial allocation ratios (vcpu, ram, disk), given to the nodes and inventories.
@@ -175,3 +183,57 @@ def release(url, consumers):
     """Delete the allocations of ``consumers`` (a request's instances); how many had some."""
     return sum(request(url, 'DELETE', '/allocations/%s' % consumer)[0] == 204
                for consumer in consumers)
+
+
+# -- a Placement for the build bench ---------------------------------------------------------
+
+@contextlib.contextmanager
+def deployment(enabled):
+    """A started Placement on SQLite when ``enabled`` (stopped and removed after), else
+    None."""
+    if not enabled:
+        yield None
+        return
+    from minisched.localcluster import placement
+    directory = tempfile.mkdtemp(prefix='minisched-bench-placement-')
+    server = placement.PlacementServer(directory)
+    try:
+        server.write_config()
+        server.db_sync()
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def sections(enabled, server):
+    """The ``[placement]`` section of a deployment: none for None (the default left)."""
+    if enabled is None:
+        return {}
+    if server is None:
+        return {'placement': {'enabled': False}}
+    from minisched.localcluster import placement
+    return {'placement': dict(placement.client_options(server.url), enabled=True)}
+
+
+def cpu(server):
+    """``{'placement': callable}``: the CPU of Placement's uWSGI master and workers so far."""
+    if server is None:
+        return {}
+    pid = server.proc.pid
+    return {'placement': lambda: sum(cluster.process_cpu_seconds(p)
+                                     for p in [pid] + cluster.children(pid))}
+
+
+def wait_providers(url, computes, timeout=300):
+    """Until Placement lists a provider per compute (the computes report them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = request(url, 'GET', '/resource_providers')
+        if status == 200 and len(body['resource_providers']) >= computes:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError('Placement has %s providers of %d computes' % (
+                len(body['resource_providers']) if body else status, computes))
+        time.sleep(1)
