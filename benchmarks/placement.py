@@ -84,39 +84,19 @@ def _ms_spec(request):
 
 
 def _minisched_work(conf_file, placement_url, warmup, timed, ready):
-    import time
-
     from minisched import context as ms_context
     from minisched.scheduler import rpcapi
     conf = cluster.client_setup(conf_file)
     scheduler = rpcapi.SchedulerAPI(conf)
     ctxt = ms_context.RequestContext(user_id='bench', project_id='bench', is_admin=True)
-    results = {'total': [], 'hosts': [], 'released': 0, 'errors': []}
+    specs = {request[1][0]: _ms_spec(request) for request in warmup + timed}
 
-    def select(request, record):
-        spec = _ms_spec(request)  # made before the clock, as the e2e bench does
-        start = time.perf_counter()
-        try:
-            selections = scheduler.select_destinations(ctxt, spec, list(request[1]),
-                                                       return_objects=True,
-                                                       return_alternates=True)
-            chosen = [sel[0].service_host for sel in selections]
-        except Exception as exc:  # NoValidHost: counted, not fatal
-            chosen = None
-            if record:
-                results['errors'].append('%s: %s' % (type(exc).__name__, exc))
-        seconds = time.perf_counter() - start
-        released = placement_load.release(placement_url, request[1])
-        if record:
-            results['total'].append(seconds)
-            results['hosts'].append(chosen)
-            results['released'] += released
-    for request in warmup:
-        select(request, False)
-    ready()
-    for request in timed:
-        select(request, True)
-    return results
+    def select(request):  # the RequestSpec made before the clock, as the e2e bench does
+        selections = scheduler.select_destinations(ctxt, specs[request[1][0]],
+                                                   list(request[1]), return_objects=True,
+                                                   return_alternates=True)
+        return [sel[0].service_host for sel in selections]
+    return placement_load.timed_calls(select, placement_url, warmup, timed, ready)
 
 
 def _minisched_child(conf_file, placement_url, warmup, timed, queue, start):

@@ -179,6 +179,39 @@ def decode_seconds(url, limit, rounds=5):
     return statistics.median(times), len(body)
 
 
+def timed_calls(select, url, warmup, timed, ready, spent=None):
+    """``select(request)`` (the chosen host per instance) over ``warmup``, then ``ready()``,
+    then over ``timed``, each call timed and its claims given back after it, outside the
+    clock. ``spent``: a one-item list summing Placement's seconds, read around each call.
+    Returns ``{'total': [s], 'placement': [s] (with spent), 'hosts': [hosts or None],
+    'released': claims given back, 'errors': [text]}``."""
+    results = {'total': [], 'placement': [], 'hosts': [], 'released': 0, 'errors': []}
+
+    def call(request, record):
+        before, start = spent[0] if spent else 0.0, time.perf_counter()
+        try:
+            chosen = select(request)
+        except Exception as exc:  # NoValidHost: counted, not fatal
+            chosen = None
+            exc = getattr(exc, 'exc_info', (None, exc))[1]  # messaging.ExpectedException
+            if record:
+                results['errors'].append('%s: %s' % (type(exc).__name__, exc))
+        seconds = time.perf_counter() - start
+        placement = spent[0] - before if spent else 0.0
+        released = release(url, request[1])
+        if record:
+            results['total'].append(seconds)
+            results['placement'].append(placement)
+            results['hosts'].append(chosen)
+            results['released'] += released
+    for request in warmup:
+        call(request, False)
+    ready()
+    for request in timed:
+        call(request, True)
+    return results
+
+
 def release(url, consumers):
     """Delete the allocations of ``consumers`` (a request's instances); how many had some."""
     return sum(request(url, 'DELETE', '/allocations/%s' % consumer)[0] == 204

@@ -132,34 +132,15 @@ def work(directory, placement_url, max_results, hosts, warmup, requests, ready):
         # query per host per request. Its own initial read (a thread) skips known hosts.
         scheduler.host_manager._instance_info[service['host']] = {'instances': {},
                                                                   'updated': True}
-    results = {'total': [], 'placement': [], 'hosts': [], 'released': 0, 'errors': []}
+    specs = {request[1][0]: spec(ctxt, request) for request in warmup + requests}
 
-    def select(request, record):
-        spec_obj = spec(ctxt, request)
-        before, start = spent[0], time.perf_counter()
-        try:
-            selections = scheduler.select_destinations(
-                ctxt, spec_obj=spec_obj, instance_uuids=list(request[1]), return_objects=True,
-                return_alternates=True)
-            chosen = [sel[0].service_host for sel in selections]
-        except Exception as exc:  # NoValidHost: counted, not fatal
-            chosen = None
-            exc = getattr(exc, 'exc_info', (None, exc))[1]  # messaging.ExpectedException
-            if record:
-                results['errors'].append('%s: %s' % (type(exc).__name__, exc))
-        seconds = time.perf_counter() - start
-        released = placement_load.release(placement_url, request[1])
-        if record:
-            results['total'].append(seconds)
-            results['placement'].append(spent[0] - before)
-            results['hosts'].append(chosen)
-            results['released'] += released
-    for request in warmup:
-        select(request, False)
-    ready()
-    for request in requests:
-        select(request, True)
-    return results
+    def select(request):
+        selections = scheduler.select_destinations(
+            ctxt, spec_obj=specs[request[1][0]], instance_uuids=list(request[1]),
+            return_objects=True, return_alternates=True)
+        return [sel[0].service_host for sel in selections]
+    return placement_load.timed_calls(select, placement_url, warmup, requests, ready,
+                                      spent=spent)
 
 
 def run_child(directory, placement_url, max_results, hosts, warmup, requests, queue, start):
