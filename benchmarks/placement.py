@@ -178,6 +178,44 @@ def _minisched_phase(bench, timings_dir, placement_url, warmup, timed, calls, en
     return result, scheduler_timings(directory, timed)
 
 
+def _ms_query(request):
+    """The ``GET /allocation_candidates`` URL minisched sends for ``request``."""
+    from minisched import context as ms_context
+    from minisched.scheduler import request_filter
+    from minisched.scheduler import resource_request
+    conf = common.in_process_conf()
+    spec = _ms_spec(request)
+    request_filter.process_reqspec(ms_context.get_admin_context(), spec, conf)
+    return '/allocation_candidates?' + resource_request.ResourceRequest.from_request_spec(
+        spec, limit=MAX_PLACEMENT_RESULTS).to_querystring()
+
+
+def _queries(results, timed):
+    """``{who: the query of the 2 GB request}``: minisched's as it builds it, Nova's as it
+    sent it."""
+    request = next(r for r in timed if r[0] == FLAVORS[1])
+    found = {'minisched': _ms_query(request)}
+    nova = [q for q in results.get('nova', {}).get('queries', ()) if 'MEMORY_MB%3A2048' in q]
+    if nova:
+        found['Nova 34'] = nova[0]
+    return found
+
+
+def _placement_alone(url, queries, calls):
+    """``{who: [seconds]}``: each scheduler's query sent straight to Placement, the two in
+    turn, ``calls`` times each (the same Placement, the same moment)."""
+    import time
+    times = {who: [] for who in queries}
+    for _round in range(calls):
+        for who, query in queries.items():
+            start = time.perf_counter()
+            status, _body = placement_load.request(url, 'GET', query, raw=True)
+            times[who].append(time.perf_counter() - start)
+            if status != 200:
+                raise RuntimeError('%s answered %s' % (query, status))
+    return times
+
+
 def run_size(url, hosts, calls, out=print, nova=True):
     """The figures at ``hosts`` hosts."""
     from minisched.localcluster import placement
@@ -222,6 +260,8 @@ def run_size(url, hosts, calls, out=print, nova=True):
                 placement_nova.run_child, [(nova_dir, server.url, MAX_PLACEMENT_RESULTS,
                                             hosts, warmup, timed)], timeout=900 + 60 * calls)
         decode, size = placement_load.decode_seconds(server.url, MAX_PLACEMENT_RESULTS)
+        queries = _queries(results, timed)
+        placement_alone = _placement_alone(server.url, queries, calls)
     finally:
         server.stop()
     ms = results['minisched']
@@ -240,6 +280,11 @@ def run_size(url, hosts, calls, out=print, nova=True):
         'decoding Placement\'s answer @%d hosts (in both schedulers\' own time)' % hosts,
         decode * 1000, 'ms', 'json.loads of %.0f kB: the allocation candidates of one 2 GB '
         'request (max_placement_results %d)' % (size / 1000.0, MAX_PLACEMENT_RESULTS)))
+    for who, times in placement_alone.items():
+        figures.append(common.info(
+            'Placement alone @%d hosts, %s\'s query, p50' % (hosts, who), _ms(times, 50), 'ms',
+            'p99 %.4g ms; %d GETs, the queries in turn: %s' % (
+                _ms(times, 99), len(times), queries[who].split('?', 1)[1])))
     if nova:
         figures += _split_figures('Nova 34', hosts, results['nova']['total'],
                                   results['nova']['placement'],

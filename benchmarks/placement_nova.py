@@ -69,15 +69,18 @@ def fill(main_url, api_url, pairs):
     engine.dispose()
 
 
-def _wrap_report_client(spent):
-    """Time every HTTP call of Nova's report client into ``spent[0]``."""
+def _wrap_report_client(spent, queries):
+    """Time every HTTP call of Nova's report client into ``spent[0]``; the allocation
+    candidates queries it sends go to ``queries`` (a set)."""
     from nova.scheduler.client import report
 
     def timed(method):
-        def wrapper(self, *args, **kwargs):
+        def wrapper(self, url, *args, **kwargs):
+            if url.startswith('/allocation_candidates?'):
+                queries.add(url)
             start = time.perf_counter()
             try:
-                return method(self, *args, **kwargs)
+                return method(self, url, *args, **kwargs)
             finally:
                 spent[0] += time.perf_counter() - start
         return wrapper
@@ -104,8 +107,9 @@ def spec(ctxt, request):
 
 def work(directory, placement_url, max_results, hosts, warmup, requests, ready):
     """Set Nova up over ``hosts`` synthetic hosts (the seed of minisched's), then time its
-    select_destinations over ``requests``; returns ``{'total': [s], 'placement': [s],
-    'hosts': [chosen host per request or None], 'released': n}``."""
+    select_destinations over ``requests``; returns
+    :func:`benchmarks.placement_load.timed_calls`'s results and ``'queries'``: the
+    ``GET /allocation_candidates`` URLs Nova sent."""
     import warnings
     warnings.filterwarnings('ignore')
     from minisched import monkey_patch
@@ -121,8 +125,8 @@ def work(directory, placement_url, max_results, hosts, warmup, requests, ready):
     migration.db_sync(database='api')
     fill(main_url, api_url, placement_load.node_rows(hosts))
     from nova.scheduler import manager
-    spent = [0.0]
-    _wrap_report_client(spent)
+    spent, queries = [0.0], set()
+    _wrap_report_client(spent, queries)
     scheduler = manager.SchedulerManager()
     ctxt = nova_context.RequestContext(user_id='bench', project_id='bench', is_admin=True)
     for service, _node in placement_load.node_rows(hosts):
@@ -139,8 +143,10 @@ def work(directory, placement_url, max_results, hosts, warmup, requests, ready):
             ctxt, spec_obj=specs[request[1][0]], instance_uuids=list(request[1]),
             return_objects=True, return_alternates=True)
         return [sel[0].service_host for sel in selections]
-    return placement_load.timed_calls(select, placement_url, warmup, requests, ready,
-                                      spent=spent)
+    results = placement_load.timed_calls(select, placement_url, warmup, requests, ready,
+                                         spent=spent)
+    results['queries'] = sorted(queries)
+    return results
 
 
 def run_child(directory, placement_url, max_results, hosts, warmup, requests, queue, start):

@@ -49,5 +49,7 @@ def test_placement_bench_gives_its_figures(tmp_path):
         assert 0 < placement < total, (who, total, placement)
         assert own > 0, (who, total, placement, own)
         assert '%d calls' % CALLS in rows[label + 'total p50']['note']
+        alone = rows["Placement alone @%d hosts, %s's query, p50" % (HOSTS, who)]
+        assert float(alone['value']) > 0 and 'resources=' in alone['note']
     over_rpc = rows['minisched select_destinations @%d hosts, over RabbitMQ p50' % HOSTS]
     assert float(over_rpc['value']) > 0
