@@ -9,15 +9,18 @@ At each size (1,000 and 10,000 hosts; ``--quick``: 1,000 only, fewer calls), one
   in bulk through Placement's own table definitions before it starts, then checked through
   its API.
 * minisched: the same hosts in an SQLite database (compute node uuid = provider uuid), a
-  ``minisched-scheduler`` (one worker, :mod:`benchmarks.placement_scheduler`) with
-  ``[placement] enabled = true`` on a RabbitMQ vhost of its own, called over RPC by a spawned
-  client with the product's ``SchedulerAPI``. Each call is timed by the client (total) and by
-  the scheduler around its manager's ``select_destinations``, where Placement's share is
-  what its report client waited on Placement (``GET /allocation_candidates``, the claim's
-  ``GET`` and ``PUT /allocations``); minisched's own time is the rest.
-* Nova 34: the real ``nova.scheduler.manager.SchedulerManager`` (:mod:`benchmarks.placement_nova`)
-  on the same Placement and the same hosts (its own databases, made by Nova's migrations),
-  called in its process, timed the same way around its manager and report client.
+  ``minisched-scheduler`` (one worker, :mod:`benchmarks.placement_scheduler`) on a RabbitMQ
+  vhost of its own, called over RPC by a spawned client with the product's
+  ``SchedulerAPI``, first with ``[placement] enabled = false`` (the same calls and filters
+  over every host: the reference for its own time), then with it enabled. Each call is
+  timed by the client (total) and by the scheduler around its manager's
+  ``select_destinations``, where Placement's share is what its report client waited on
+  Placement (``GET /allocation_candidates``, the claim's ``GET`` and ``PUT
+  /allocations``); minisched's own time is the rest.
+* Nova 34: the real ``nova.scheduler.manager.SchedulerManager``
+  (:mod:`benchmarks.placement_nova`) on the same Placement and the same hosts (its own
+  databases, made by Nova's migrations), called in its process, timed the same way around
+  its manager and report client.
 
 Both get the same requests (small flavors, one instance each), the same filters (Nova's
 default ``enabled_filters``), all weighers, ``max_placement_results`` 1,000; each request's
@@ -273,8 +276,8 @@ def run_size(url, hosts, calls, out=print, nova=True):
         'RequestSpec\'s (de)serialization added' % _ms(ms['total'], 99)))
     figures.append(common.info(
         'minisched select_destinations @%d hosts without Placement, total p50' % hosts,
-        _ms(without['total'], 50), 'ms', 'p99 %.4g ms; scheduler side; the same calls, '
-        'every host filtered and weighed (today\'s path); over RabbitMQ p50 %.4g ms' % (
+        _ms(without['total'], 50), 'ms', 'p99 %.4g ms; scheduler side; the same calls and '
+        'filters, every host filtered and weighed; over RabbitMQ p50 %.4g ms' % (
             _ms(without['total'], 99), _ms(results['without']['total'], 50))))
     figures.append(common.info(
         'decoding Placement\'s answer @%d hosts (in both schedulers\' own time)' % hosts,
