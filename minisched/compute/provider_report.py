@@ -7,10 +7,11 @@ traits are those the provider has with the driver's capability traits added or r
 ``COMPUTE_NODE`` and ``OWNER_NOVA`` always, and ``COMPUTE_STATUS_DISABLED`` while the
 compute service is disabled (also set at once when the service is disabled or enabled:
 :meth:`ProviderReport.update_compute_provider_status`); only what differs from the provider
-as last read or written is sent. A provider generation conflict (another writer changed the provider) drops the cached
-provider, reads it again and tries again, four times in all, as Nova's
-``_update_to_placement``. A compute that starts reads its providers from Placement, so what
-a previous run (or an operator) left there is corrected, not duplicated. Aggregates are
+as last read or written is sent. A provider generation conflict (another writer changed
+the provider) drops the cached provider, reads it again and tries again, four times in all,
+as Nova's ``_update_to_placement``. A compute that starts reads its providers from
+Placement, so what a previous run (or an operator) left there is corrected, not duplicated.
+Aggregates are
 Placement's (mirrored by ``minisched-manage aggregate add_host``): read, never written here.
 
 When Placement cannot be reached, the failure is logged and the provider forgotten: the
