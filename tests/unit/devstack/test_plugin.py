@@ -52,7 +52,7 @@ enable_service() {
     done
 }
 run_process() {
-    if is_service_enabled "$1"; then _record run_process "$1" "$2"
+    if is_service_enabled "$1"; then _record run_process "$@"
     else _record run_process_skipped "$1"; fi
 }
 stop_process() {
@@ -371,7 +371,9 @@ def test_stack_starts_conductor_scheduler_computes_then_discovers(ds):
     assert started == [
         ('stack extra', ('minisched-placement',
                          '%s/uwsgi --procname-prefix minisched-placement --ini %s' % (
-                             bindir, ds.placement_conf.parent / 'placement-uwsgi.ini'))),
+                             bindir, ds.placement_conf.parent / 'placement-uwsgi.ini'),
+                         '', '',
+                         'OS_PLACEMENT_CONFIG_DIR=%s' % ds.placement_conf.parent)),
         ('stack extra', ('minisched-conductor',
                          '%s/minisched-conductor --config-file %s' % (bindir, ds.conf))),
         ('stack extra', ('minisched-scheduler',
@@ -566,7 +568,6 @@ def test_own_placement_is_configured_synced_started_and_waited_for(ds):
     uwsgi = ds.ini(ds.placement_conf.parent / 'placement-uwsgi.ini')['uwsgi']
     assert uwsgi['http-socket'] == '127.0.0.1:8780'
     assert uwsgi['module'] == 'placement.wsgi.api:application'
-    assert uwsgi['env'] == 'OS_PLACEMENT_CONFIG_DIR=%s' % ds.placement_conf.parent
     assert (uwsgi['processes'], uwsgi['threads']) == ('2', '4')
     # Started first, and answering before the conductor (then the computes) start.
     names = [(r[0], r[1]) for r in records if r[0] in ('run_process', 'wait_for_service')]
