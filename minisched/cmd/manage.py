@@ -181,13 +181,27 @@ def _update_compute_provider_status(svc):
             manage_flavor.init_rpc(CONF)
             api = compute_rpcapi.ComputeAPI(CONF)
             manage_flavor.bounded(api.router.default_client)
-            api.set_host_enabled(context.get_admin_context(), svc.host, not svc.disabled)
+            # On the bus of the host's cell, as Nova's @target_host_cell.
+            with context.target_cell(context.get_admin_context(),
+                                     _host_cell(svc.host)) as cctxt:
+                api.set_host_enabled(cctxt, svc.host, not svc.disabled)
     except Exception as exc:
         _error('An error occurred while updating the COMPUTE_STATUS_DISABLED trait on compute '
                'node resource providers managed by host %s (%s). The trait will be '
                'synchronized automatically by the compute service when the '
                'update_available_resource periodic task runs.'
                % (svc.host, exception.first_line(exc)))
+
+
+def _host_cell(host):
+    """The cell mapping of ``host``; None (the configured bus) when it has no host mapping
+    or the API database cannot say."""
+    from minisched.objects import host_mapping as host_mapping_obj
+    try:
+        return host_mapping_obj.HostMapping.get_by_host(context.get_admin_context(),
+                                                        host).cell_mapping
+    except (exception.HostMappingNotFound, db_exc.DBError, sa.exc.SQLAlchemyError):
+        return None
 
 
 def _time(value):
