@@ -7,7 +7,6 @@ from oslo_service import periodic_task
 
 from minisched.compute import build
 from minisched.compute import housekeeping
-from minisched.compute import provider_report
 from minisched.compute import resource_tracker
 from minisched.conductor import rpcapi as conductor_rpcapi
 from minisched.conductor import stuck_builds
@@ -184,37 +183,16 @@ class ComputeManager(manager.Manager):
 
     def set_host_enabled(self, context, enabled):
         """Add or remove ``COMPUTE_STATUS_DISABLED`` on this host's providers (the service
-        was disabled or enabled) and return ``'enabled'`` or ``'disabled'``, as Nova's."""
-        try:
-            self._update_compute_provider_status(context, enabled)
-        except exception.ComputeHostNotFound:
-            LOG.warning('Unable to add/remove trait COMPUTE_STATUS_DISABLED. No '
-                        'ComputeNode(s) found for host: %s', self.host)
-        # minisched's drivers have no host-wide switch (Nova's raise NotImplementedError).
-        return 'enabled' if enabled else 'disabled'
-
-    def _update_compute_provider_status(self, context, enabled):
-        """Nova's: the trait on each node's provider, best effort (the periodic resource
-        update sets it anyway). Nothing to do without ``[placement] enabled``."""
-        report = self.rt.provider_report
-        if report is None:
-            return
+        was disabled or enabled) and return ``'enabled'`` or ``'disabled'``, as Nova's;
+        Placement's failures are warnings (the periodic resource update sets it anyway)."""
         nodes = list(self.rt.compute_nodes.values())
         if not nodes:
-            raise exception.ComputeHostNotFound(host=self.host)
-        for node in nodes:
-            try:
-                report.update_compute_provider_status(context, node.uuid, enabled)
-            except provider_report.PLACEMENT_ERRORS as exc:
-                LOG.warning('An error occurred while updating COMPUTE_STATUS_DISABLED trait '
-                            'on compute node resource provider %s. The trait will be '
-                            'synchronized when the update_available_resource periodic task '
-                            'runs. Error: %s', node.uuid, exception.first_line(exc))
-            except Exception:
-                LOG.exception('An error occurred while updating COMPUTE_STATUS_DISABLED trait '
-                              'on compute node resource provider %s. The trait will be '
-                              'synchronized when the update_available_resource periodic '
-                              'task runs.', node.uuid)
+            LOG.warning('Unable to add/remove trait COMPUTE_STATUS_DISABLED. No '
+                        'ComputeNode(s) found for host: %s', self.host)
+        elif self.rt.provider_report is not None:
+            self.rt.provider_report.update_compute_providers_status(context, nodes, enabled)
+        # minisched's drivers have no host-wide switch (Nova's raise NotImplementedError).
+        return 'enabled' if enabled else 'disabled'
 
     # -- scheduler updates ----------------------------------------------------------------
 

@@ -69,6 +69,23 @@ class ProviderReport:
                   'refresh tries again', compute_node.uuid, ATTEMPTS)
         return False
 
+    def update_compute_providers_status(self, context, nodes, enabled):
+        """:meth:`update_compute_provider_status` for each of ``nodes`` (ComputeNodes),
+        best effort as Nova's compute manager does it: a failure is logged, never raised."""
+        for node in nodes:
+            try:
+                self.update_compute_provider_status(context, node.uuid, enabled)
+            except PLACEMENT_ERRORS as exc:
+                LOG.warning('An error occurred while updating COMPUTE_STATUS_DISABLED trait '
+                            'on compute node resource provider %s. The trait will be '
+                            'synchronized when the update_available_resource periodic task '
+                            'runs. Error: %s', node.uuid, exception.first_line(exc))
+            except Exception:
+                LOG.exception('An error occurred while updating COMPUTE_STATUS_DISABLED trait '
+                              'on compute node resource provider %s. The trait will be '
+                              'synchronized when the update_available_resource periodic '
+                              'task runs.', node.uuid)
+
     def update_compute_provider_status(self, context, rp_uuid, enabled):
         """Add (``enabled`` False) or remove ``COMPUTE_STATUS_DISABLED`` on the provider at
         once, as Nova's ``ComputeVirtAPI.update_compute_provider_status``: the provider's
