@@ -5,7 +5,10 @@ and a host with two compute nodes (1) are Nova's."""
 import pytest
 
 from minisched import context as ms_context
+from minisched import objects
+from minisched.objects import aggregate as aggregate_obj
 from tests.functional import base
+from tests.functional import scheduler_helpers
 from tests.functional.placement_helpers import providers
 from tests.functional.placement_helpers import report_client
 
@@ -18,6 +21,23 @@ def aggregates_of(client):
     return {name: rp['aggregates'] for name, rp in providers(client).items()}
 
 
+def set_members(cluster, members):
+    """Host aggregates as an operator made them before turning Placement on: written to the
+    database only (``{name: [hosts]}``, created if new), never mirrored. Their uuids."""
+    objects.register_all()
+    with scheduler_helpers.cluster_database(cluster) as ctxt:
+        found = {agg.name: agg for agg in aggregate_obj.AggregateList.get_all(ctxt)}
+        for name, hosts in members.items():
+            if name not in found:
+                found[name] = aggregate_obj.Aggregate(ctxt, name=name)
+                found[name].create()
+            for host in set(found[name].hosts or ()) - set(hosts):
+                found[name].delete_host(host)
+            for host in sorted(set(hosts) - set(found[name].hosts or ())):
+                found[name].add_host(host)
+        return {name: agg.uuid for name, agg in found.items()}
+
+
 def test_sync_aggregates_mirrors_host_aggregates(placement_cluster, tmp_path):
     cluster = placement_cluster
     cluster.start_conductor()
@@ -26,19 +46,8 @@ def test_sync_aggregates_mirrors_host_aggregates(placement_cluster, tmp_path):
     client = report_client(tmp_path, cluster.placement_server.url)
     base.wait_for(lambda: len(providers(client)) == 2, timeout=60,
                   message='both computes reported to Placement')
-    # What an operator did before turning Placement on: aggregates Placement never heard of.
-    offline = cluster.write_conf('placement-off', {'placement': {'enabled': 'false'}})
-
-    def manage_offline(*args):
-        return cluster.run_manage('--config-file', offline, *args)
-
-    for name, hosts in (('agg1', ['compute1']), ('agg2', ['compute2']),
-                        ('shared', ['compute1', 'compute2'])):
-        manage_offline('aggregate', 'create', name)
-        for host in hosts:
-            manage_offline('aggregate', 'add-host', name, host)
-    uuids = {row['name']: row['uuid'] for row in cluster.query(
-        'SELECT name, uuid FROM aggregates')}
+    uuids = set_members(cluster, {'agg1': ['compute1'], 'agg2': ['compute2'],
+                                  'shared': ['compute1', 'compute2']})
     rps = {name: rp['uuid'] for name, rp in providers(client).items()}
     assert aggregates_of(client) == {'compute1': set(), 'compute2': set()}
 
@@ -54,7 +63,7 @@ def test_sync_aggregates_mirrors_host_aggregates(placement_cluster, tmp_path):
     assert cluster.run_manage('placement', 'sync_aggregates').stdout == ''
 
     # A host removed from an aggregate stays in the Placement aggregate (Nova adds only).
-    manage_offline('aggregate', 'remove-host', 'shared', 'compute1')
+    set_members(cluster, {'shared': ['compute2']})
     cluster.run_manage('placement', 'sync_aggregates')
     assert aggregates_of(client)['compute1'] == {uuids['agg1'], uuids['shared']}
 
@@ -77,16 +86,13 @@ def test_sync_aggregates_mirrors_host_aggregates(placement_cluster, tmp_path):
     cluster.run_manage('cell', 'create', '--name', 'cell1')
     cluster.run_manage('cell', 'discover_hosts')
     cluster.start_compute('compute3', **SIZES)
-    manage_offline('aggregate', 'create', 'late')
-    manage_offline('aggregate', 'add-host', 'late', 'compute3')
-    manage_offline('aggregate', 'add-host', 'late', 'compute1')
+    late = set_members(cluster, {'late': ['compute3', 'compute1']})['late']
     unmapped = cluster.run_manage('placement', 'sync_aggregates', check=False)
     assert unmapped.returncode == 4, unmapped.stdout
     assert unmapped.stdout == (
         'The following hosts were found in host aggregates but no host mappings were found '
         'in the API database. Run "minisched-manage cell discover_hosts" and then retry. '
         'Missing: compute3\n')
-    late = cluster.query("SELECT uuid FROM aggregates WHERE name = 'late'")[0]['uuid']
     assert late in aggregates_of(client)['compute1']
     assert aggregates_of(client)['compute3'] == set()
     cluster.run_manage('cell', 'discover_hosts')
