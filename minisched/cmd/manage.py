@@ -226,7 +226,12 @@ def _add_service_parsers(subparsers, commands):
     for action, fn, extra in (('enable', commands.enable, None),
                               ('disable', commands.disable, 'reason'),
                               ('force-down', commands.force_down, 'unset')):
-        parser = subparsers.add_parser(action, help='%s a service.' % action.capitalize())
+        help_text = '%s a service.' % action.capitalize()
+        if action != 'force-down':
+            help_text += (' A compute that is up is told at once (set_host_enabled), which '
+                          'adds or removes the COMPUTE_STATUS_DISABLED trait of its resource '
+                          'providers in Placement; one that is down is warned about.')
+        parser = subparsers.add_parser(action, help=help_text)
         parser.add_argument('action_kwarg_host', metavar='host',
                             help='Host name of the service.')
         parser.add_argument('action_kwarg_binary', metavar='binary',
