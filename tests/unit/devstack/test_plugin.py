@@ -549,9 +549,17 @@ def test_settings_keep_local_conf_values(ds):
 # -- Placement ------------------------------------------------------------------------------
 
 def placement_adapter(path):
-    """The keystoneauth1 Adapter minisched's services build from ``path``'s [placement]."""
+    """The keystoneauth1 Adapter minisched's services build from ``path``'s [placement].
+
+    The options are minisched's, in a group object of this test's own: loading an auth
+    plugin registers its options (``password``'s required ``auth_url``...) in the group
+    object, which :mod:`minisched.conf.placement`'s is for every ConfigOpts of the process.
+    """
     conf = cfg.ConfigOpts()
-    placement_conf.register_opts(conf)
+    conf.register_group(cfg.OptGroup(placement_conf.GROUP.name))
+    conf.register_opt(placement_conf.ENABLED_OPT, group=placement_conf.GROUP.name)
+    conf.register_opts(placement_conf.KSA_OPTS + placement_conf._IGNORED_OPTS,
+                       group=placement_conf.GROUP.name)
     conf(['--config-file', str(path)], project='minisched', default_config_files=[],
          default_config_dirs=[])
     assert conf.placement.enabled
