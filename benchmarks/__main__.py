@@ -10,7 +10,10 @@ floor, at 1,000 and 10,000 hosts), ``memory`` (scheduler worker RSS at 10,000 ho
 snapshot; ``--only replay`` runs it alone) and ``wire-profile`` (the CPU the Nova wire
 profile's serializer adds per message; no broker) and ``objects`` (the CPU the objects
 alone cost per select_destinations: the RequestSpec built, serialized and deserialized, the
-Selections back; and their sizes; no broker). Hosts are
+Selections back; and their sizes; no broker) and ``placement`` (select_destinations with the
+real Placement at 1,000 and 10,000 providers, split into Placement's time and the
+scheduler's own, beside Nova 34's scheduler on the same Placement and data; then builds
+with and without Placement; ``--quick``: 1,000 providers and a small build). Hosts are
 synthetic except in the build benches. The benches that start services (``e2e``,
 ``memory``, ``build``, ``build-wide``) run once per concurrency backend of ``--backend``
 (default: ``threading``, the services' default; ``--backend threading,eventlet`` compares
@@ -27,9 +30,9 @@ import traceback
 import warnings
 
 BENCHES = ('pipeline', 'refresh', 'e2e', 'memory', 'build', 'build-wide', 'replay',
-           'wire-profile', 'objects')
+           'wire-profile', 'objects', 'placement')
 #: The benches that start minisched services (run once per ``--backend``).
-SERVICE_BENCHES = ('e2e', 'memory', 'build', 'build-wide')
+SERVICE_BENCHES = ('e2e', 'memory', 'build', 'build-wide', 'placement')
 BACKENDS = ('threading', 'eventlet')
 FULL_SIZES = (1000, 10000, 50000)
 QUICK_SIZES = (1000, 10000)
@@ -47,6 +50,10 @@ REPLAY = ((10000, 1000), (10000, 10000))
 #: The wide build bench (full runs only): the same instances on ten times the computes, in
 #: 20 processes, with a broker of its own.
 BUILD_WIDE = (1000, 2000, 100)
+#: The placement bench: (provider counts, timed calls per count, the build comparison's
+#: (instances, computes, computes per process)): quick, full.
+PLACEMENT = (((1000,), {1000: 8}, (20, 4, 2)),
+             ((1000, 10000), {1000: 30, 10000: 10}, (200, 20, 10)))
 
 
 def _parser():
@@ -103,6 +110,7 @@ def _plan(args, reports):
     the table go to ``reports`` (a list; None: to the bench's ``out``)."""
     from benchmarks import build, databases, e2e, memory, pipeline, refresh, replay
     from benchmarks import objects
+    from benchmarks import placement
     from benchmarks import wire_profile
     quick = args.quick
     sizes = ([int(s) for s in args.sizes.split(',') if s.strip()] if args.sizes else
@@ -131,6 +139,9 @@ def _plan(args, reports):
         ('wire-profile', lambda out: wire_profile.run(rounds=100 if quick else 500,
                                                       out=out)),
         ('objects', lambda out: objects.run(rounds=200 if quick else 1000, out=out)),
+        ('placement', lambda out: placement.run(
+            PLACEMENT[0 if quick else 1][0], PLACEMENT[0 if quick else 1][1].get, out=out,
+            build=PLACEMENT[0 if quick else 1][2])),
     ]
 
 

@@ -30,6 +30,7 @@ import time
 from benchmarks import cluster
 from benchmarks import common
 from benchmarks import databases
+from benchmarks import placement_load
 from benchmarks import wire
 from minisched.messaging import trace
 from minisched.messaging import trace_files
@@ -235,7 +236,7 @@ def figures_for(result, count, computes, processes, backend):
 
 
 def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, trace_on=True,
-        reports=None, own_broker=False, database=None, floor=False):
+        reports=None, own_broker=False, database=None, floor=False, placement=None):
     """Boot ``instances``; returns the figures. With ``trace_on``, the build trace's text
     goes to ``reports`` (a list; else to ``out``) and its totals join the figures. With
     ``own_broker``, the deployment gets a RabbitMQ node of its own
@@ -243,7 +244,11 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
     the machine's broker takes), else a vhost of the machine's. ``database``: ``postgresql``,
     ``mysql`` or ``sqlite`` (default: PostgreSQL when reachable, else SQLite). With
     ``floor``, the same burst then goes through the message floor
-    (:mod:`benchmarks.build_floor`) and its figures and the real one's share of it follow."""
+    (:mod:`benchmarks.build_floor`) and its figures and the real one's share of it follow.
+    ``placement``: None leaves ``[placement] enabled`` to its default; True starts a real
+    Placement (SQLite, its own state directory) for the deployment and enables it (the
+    computes report their providers, the scheduler claims; its CPU is in the trace as the
+    ``placement`` server); False disables it."""
     backend = database or ('postgresql' if databases.reachable('postgresql')[0] else 'sqlite')
     if backend != 'sqlite' and not databases.reachable(backend)[0]:
         raise cluster.Unavailable('%s is not reachable: %s' % (
@@ -251,13 +256,16 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
     db_context = databases.sqlite_db() if backend == 'sqlite' else databases.server_db(backend)
     broker = cluster.private_broker() if own_broker else cluster.vhost(suffix='build')
     snapshots, wire_costs, idle = {}, None, None
-    with broker as url, db_context as db_url:
+    with broker as url, db_context as db_url, \
+            placement_load.deployment(placement) as placement_server:
         # oslo.db's default overflow (50 per worker) could exhaust a shared PostgreSQL; 10
         # made a few conductor calls time out waiting for a connection at 200 computes.
         pools = {'max_pool_size': 5, 'max_overflow': 25}
-        bench = cluster.Cluster(url, db_url, sections={
+        bench = cluster.Cluster(url, db_url, sections=dict({
             'conductor': {'workers': 2}, 'DEFAULT': {'update_resources_interval': 30},
-            'database': pools, 'api_database': pools})
+            'database': pools, 'api_database': pools}, **placement_load.sections(
+                placement, placement_server)))
+        servers = placement_load.cpu(placement_server)
         trace_dir = os.path.join(bench.workdir, 'trace') if trace_on else None
         if trace_dir:
             bench.env[trace.ENV_VAR] = trace_dir
@@ -280,16 +288,19 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
             out('  build: starting %d fake computes in %d-compute processes...'
                 % (computes, per_process))
             processes = start_computes(bench, db_url, computes, per_process)
+            if placement_server is not None:
+                placement_load.wait_providers(placement_server.url, computes)
             out('  build: the deployment idle for %.0f s...' % IDLE_SECONDS)
             idle = idle_cost(bench)
             out('  build: booting %d instances...' % instances)
             result, = cluster.run_children(
                 _boot, [(bench.conf_file, instances, timeout, trace_dir)],
                 timeout=timeout + 300,
-                on_ready=(lambda: snapshots.update(before=trace_snapshot(trace_dir)))
+                on_ready=(lambda: snapshots.update(before=trace_snapshot(trace_dir,
+                                                                         servers=servers)))
                 if trace_dir else None)
             if trace_dir:
-                snapshots['after'] = trace_snapshot(trace_dir)
+                snapshots['after'] = trace_snapshot(trace_dir, servers=servers)
         except BaseException:
             out('  build failed; logs under %s' % bench.workdir)
             bench.stop_all()
@@ -318,10 +329,11 @@ def run(instances=1000, computes=200, per_process=25, timeout=900, out=print, tr
 
 # -- the build trace -------------------------------------------------------------------------
 
-def trace_snapshot(directory, timeout=None):
+def trace_snapshot(directory, timeout=None, servers=None):
     """What every traced process wrote into ``directory`` once each live one has written
     since this call (at most ``timeout`` seconds: two of its writes), with the CPU of the
-    servers (:func:`benchmarks.cluster.server_cpu_seconds`) and the time."""
+    servers (:func:`benchmarks.cluster.server_cpu_seconds`, and ``servers``: ``{name:
+    callable returning CPU seconds}``) and the time."""
     since = time.time()
     deadline = time.monotonic() + (timeout or 2 * trace.WRITE_SECONDS + 1)
     while True:
@@ -330,8 +342,9 @@ def trace_snapshot(directory, timeout=None):
                 p['written'] >= since or not _alive(p['pid']) for p in processes):
             break
         time.sleep(0.1)
-    return {'processes': processes, 'servers': cluster.server_cpu_seconds(),
-            'at': time.time()}
+    found = cluster.server_cpu_seconds()
+    found.update({name: cpu() for name, cpu in (servers or {}).items()})
+    return {'processes': processes, 'servers': found, 'at': time.time()}
 
 
 def _alive(pid):

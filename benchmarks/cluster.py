@@ -125,6 +125,8 @@ class Cluster:
                             'periodic_fuzzy_delay': 0, 'debug': DEBUG},
                 'database': {'connection': db_url},
                 'api_database': {'connection': db_url},
+                # The path without Placement unless a bench names its Placement.
+                'placement': {'enabled': False},
                 'oslo_concurrency': {'lock_path': os.path.join(self.workdir, 'locks')}}
         for section, options in (sections or {}).items():
             base.setdefault(section, {}).update(options)

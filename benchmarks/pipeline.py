@@ -58,7 +58,7 @@ NUMA_FLAVORS = ((1024, 2, 10, 0), (2048, 2, 20, 0), (4096, 4, 40, 0), (8192, 8, 
 def bench_conf():
     """Overrides of the pipeline bench: Nova's default filters plus CoreFilter, all weighers."""
     from minisched.conf import filter_scheduler as fs_conf
-    return {'filter_scheduler': {'enabled_filters': fs_conf.DEFAULT_FILTERS + ['CoreFilter'],
+    return {'filter_scheduler': {'enabled_filters': fs_conf.LEGACY_FILTERS + ['CoreFilter'],
                                  'weight_classes': [fs_conf.ALL_WEIGHERS]},
             # Synthetic heartbeats are as old as the bench: keep every host "up".
             None: {'service_down_time': 86400}}

@@ -204,7 +204,7 @@ class Cluster:
         self.commands = {}
         self.spawn_seconds = spawn_seconds
         self.hosts = ['soak-%03d' % (i + 1) for i in range(computes)]
-        filters = list(filter_scheduler.DEFAULT_FILTERS) + ['SameHostFilter']
+        filters = list(filter_scheduler.LEGACY_FILTERS) + ['SameHostFilter']
         # PostgreSQL allows 100 connections in all: each conductor's two workers get up to
         # 16 each (8 each with two cells), the scheduler's and the clients' far fewer (their
         # own files).
@@ -226,6 +226,7 @@ class Cluster:
             'conductor': conductor,
             'scheduler': {'workers': 2, 'discover_hosts_in_cells_interval': -1},
             'filter_scheduler': {'enabled_filters': ','.join(filters)},
+            'placement': {'enabled': False},  # the soak runs no Placement
         }) for cell, url in transport_urls.items()}
         self.conf = self.confs['cell1']
         small_pools = {'max_pool_size': 2, 'max_overflow': 1}

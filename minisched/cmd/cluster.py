@@ -7,8 +7,9 @@ and why, each host's usage, and stops everything; ``status`` lists the services,
 their processes run (and the cluster's RabbitMQ nodes); ``down`` stops a detached cluster.
 Each cluster runs on a RabbitMQ vhost of its own. With ``--rabbit-nodes N`` the cluster
 starts N RabbitMQ nodes of its own, joined into one RabbitMQ cluster, and runs on them with
-quorum queues. With ``--placement`` it runs the real Placement service too (its own SQLite
-database and loopback port under the state directory) and the services use it.
+quorum queues. It runs the real Placement service too (its own SQLite database and loopback
+port under the state directory) and the services use it, as Nova 34's do;
+``--no-placement`` runs the path without Placement instead.
 """
 import os
 
@@ -57,11 +58,14 @@ def _add_common(parser, suppress):
                              'under STATE_DIR/rabbit), joined into one RabbitMQ cluster, and '
                              'run the services on all of them with quorum queues, instead of '
                              '--transport-url (3 is the usual size; down removes them)')
-    parser.add_argument('--placement', action='store_true', default=default(False),
+    parser.add_argument('--placement', action=argparse.BooleanOptionalAction,
+                        default=default(True),
                         help='run the real Placement service (openstack-placement under '
                              'uWSGI, its SQLite database under STATE_DIR, a free loopback '
-                             'port) and use it: computes report to it, the scheduler asks '
-                             'it ([placement] enabled)')
+                             'port) and use it, as Nova 34 does: computes report to it, the '
+                             'scheduler asks it and claims ([placement] enabled; the '
+                             'default). --no-placement: the path without Placement, whose '
+                             'RamFilter and DiskFilter gate resources')
 
 
 def _parser():
@@ -152,6 +156,11 @@ def main(argv=None):
         if temporary:
             cluster.say('Config, databases and logs are in %s.' % cluster.state_dir)
         return 1
+    except Exception as exc:
+        # A bug, not the operator's doing: say so here too (the traceback goes to the log).
+        sys.stderr.write('minisched-cluster: unexpected error: %s: %s (traceback in %s)\n' % (
+            type(exc).__name__, exc, os.path.join(cluster.state_dir, TOOL_LOG)))
+        raise
 
 
 def _prepare_state(cluster, args, temporary):
@@ -272,8 +281,10 @@ def _start(cluster, fake):
     cluster.map_cells()
     lost = cluster.retire_lost_instances()
     if lost:
-        cluster.say('%d instance(s) of an earlier run are set to ERROR and count on no host: '
-                    'fake computes keep no instance across a restart.' % lost)
+        cluster.say('%d instance(s) of an earlier run are set to ERROR and count on no host%s: '
+                    'fake computes keep no instance across a restart.' % (
+                        lost, ' (their Placement allocations removed)'
+                        if cluster.placement_server is not None else ''))
     cluster.say('Starting conductor, scheduler and %d compute(s)...' % cluster.computes)
     if fake:
         launcher = _start_in_process(conf, cluster)

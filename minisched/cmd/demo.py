@@ -41,10 +41,14 @@ def run(conf, say, count, timeout=120):
             count, ', '.join(f.name for f in flavors)))
     instances = []
     deadline = time.monotonic() + timeout
+    placement_client = None
+    if conf.placement.enabled:
+        from minisched.scheduler.client import report
+        placement_client = report.SchedulerReportClient(conf)
     for index in range(count):
         flavor = flavors[index % len(flavors)]
         name = 'demo-%02d' % (index + 1)
-        ranking = demo_why.rank(conf, context.get_admin_context(), flavor)
+        ranking = demo_why.rank(conf, context.get_admin_context(), flavor, placement_client)
         [uuid] = api.create(ctxt, flavor, display_name=name)
         inst = _wait(api, ctxt, uuid, deadline)
         instances.append(inst)
@@ -61,7 +65,7 @@ def run(conf, say, count, timeout=120):
             for inst in instances]
     say('Where the instances landed:')
     manage.print_table(['Name', 'Flavor', 'Host', 'State'], rows, out=_Writer(say))
-    _print_usage(ctxt, instances, say)
+    _print_usage(conf, ctxt, instances, say)
     if conf.placement.enabled:
         _print_allocations(conf, ctxt, instances, say)
     errors = [inst for inst in instances if inst.vm_state != instance_obj.ACTIVE]
@@ -97,7 +101,7 @@ def _wait(api, ctxt, uuid, deadline):
         time.sleep(0.2)
 
 
-def _print_usage(ctxt, instances, say):
+def _print_usage(conf, ctxt, instances, say):
     per_host = collections.Counter(inst.host for inst in instances if inst.host)
     rows = []
     for node in sorted(compute_node_obj.ComputeNodeList.get_all(_cell_context(ctxt)),
@@ -110,8 +114,9 @@ def _print_usage(ctxt, instances, say):
                      demo_why.with_ratio(node.local_gb_used, node.local_gb,
                                          node.disk_allocation_ratio),
                      per_host.get(node.host, 0)])
-    say('Per-host usage: used/total (x allocation ratio = the limit the filters allow); '
-        'RAM includes the host reserve:')
+    say('Per-host usage: used/total (x allocation ratio = the limit %s allows); RAM '
+        'includes the host reserve:' % ('Placement' if conf.placement.enabled else
+                                         'the filters'))
     manage.print_table(['Host', 'vCPUs', 'RAM MB', 'Disk GB', 'Demo instances'], rows,
                        out=_Writer(say))
 

@@ -4,7 +4,8 @@ Before each boot the demo asks the scheduler's own filters and weighers (a
 :class:`~minisched.scheduler.host_manager.HostManager` built from the cluster's config, on
 the host states the computes wrote to the database) how they rank the hosts for that
 request: how many hosts each filter removed, the first host with its weight and the
-runner-up. The scheduler service decides on the same data with the same code; when it chose
+runner-up; with Placement, first the hosts its allocation candidates leave out, as the
+scheduler asks it. The scheduler service decides on the same data with the same code; when it chose
 another host (its view of the hosts can be a report ahead) the line says so. After the boot,
 the instance's actions tell every reschedule and its reason (the build event a compute
 finished as Error), and its faults why it failed.
@@ -13,11 +14,16 @@ import collections
 import types
 
 from minisched.cmd import manage_scheduler
+from minisched import exception
 from minisched.scheduler import host_manager
+from minisched.scheduler import placement_claims
 from minisched.scheduler import scheduler_options
 
 #: The compute's build event; one finished as Error means the build moved on (or failed).
 BUILD_EVENT = 'compute_build_and_run_instance'
+
+#: The name under which :func:`rank` counts the hosts Placement offered candidates on.
+PLACEMENT = 'Placement'
 
 #: A host in no aggregate: the configured multipliers, none overridden.
 _NO_AGGREGATE = types.SimpleNamespace(aggregates=())
@@ -42,20 +48,31 @@ def scheduler_summary(conf):
                '; at x0: %s' % ', '.join(idle) if idle else '')
 
 
-def rank(conf, ctxt, flavor):
+def rank(conf, ctxt, flavor, placement_client=None):
     """How the scheduler's filters and weighers rank the hosts for one instance of
     ``flavor`` now: ``Ranking(counts=[(filter, hosts in, hosts out)], weighed=[(host,
-    weight)] best first)``."""
+    weight)] best first)``. With ``placement_client`` the hosts are first those Placement
+    offers allocation candidates on (counted as ``PLACEMENT``), as in the scheduler."""
     manager = host_manager.HostManager(conf)
     manager.ensure_initialized(ctxt)
     spec = manage_scheduler.build_spec(ctxt, flavor)
     spec.config_options = scheduler_options.SchedulerOptions(
         conf.scheduler_json_config_location).get_configuration()
     states = manager.get_host_states(manager.candidate_rows(spec))
+    counts = []
+    if placement_client is not None:
+        try:
+            offered = placement_claims.get_allocation_candidates(
+                ctxt, spec, placement_client, conf)[0]
+        except exception.NoValidHost:
+            offered = {}
+        counts.append((PLACEMENT, len(states), len(offered)))
+        states = [state for state in states if state.uuid in offered]
     result = manager.filter_handler.run(manager.enabled_filters, states, spec)
     weighed = [(w.obj.host, w.weight)
                for w in manager.get_weighed_hosts(result.survivors, spec)]
-    return Ranking(result.counts, weighed, _lead(manager, result.survivors, spec, weighed))
+    return Ranking(counts + list(result.counts), weighed,
+                   _lead(manager, result.survivors, spec, weighed))
 
 
 def _lead(manager, hosts, spec, weighed):
@@ -78,7 +95,8 @@ def placement_line(name, flavor_name, ranking, landed, moved_from=()):
     """``demo-01 m1.small -> compute3 (weight 1.500); runner-up compute2 (0.750); RamFilter
     removed 1 of 3``: where it landed (``landed``, None when nowhere) against how the
     filters and weighers ranked the hosts, and the hosts it was rescheduled from."""
-    removed = ['%s removed %d of %d' % (flt, start - end, start)
+    removed = ['%s %d of %d' % ('Placement had no room on' if flt == PLACEMENT else
+                                flt + ' removed', start - end, start)
                for flt, start, end in ranking.counts if end < start]
     filters = '; '.join(removed) if removed else 'no filter removed a host'
     if not ranking.weighed:

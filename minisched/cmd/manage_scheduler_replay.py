@@ -140,6 +140,9 @@ def _conf(sources):
                                             reason=exc)
     # The snapshot holds each host's instances: they are never read from a database.
     conf.set_override('track_instance_changes', True, group='filter_scheduler')
+    # Nor is there a Placement offline: the path without it, whose filters gate resources
+    # (Ocata's enabled_filters, unless the configuration names its own).
+    conf.set_override('enabled', False, group='placement')
     return conf
 
 

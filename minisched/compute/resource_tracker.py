@@ -104,6 +104,11 @@ class ResourceTracker:
     def _create_compute_node(self, context, resources):
         node = compute_node_obj.ComputeNode(context)
         node.host = self.host
+        if self.conf.placement.enabled:
+            # Nova 34's initial record: the initial_* ratios, which its provider's new
+            # inventory gets too; a ratio option set below replaces them.
+            for name in _RATIOS:
+                setattr(node, name, getattr(self.conf, 'initial_' + name))
         self._copy_resources(node, resources)
         node.uuid = resources.get('uuid') or uuidutils.generate_uuid()
         node.free_ram_mb = node.memory_mb - node.memory_mb_used

@@ -27,6 +27,7 @@ from minisched.messaging import bus_errors
 from minisched.compute import rpcapi as compute_rpcapi
 from minisched.compute import validation
 from minisched.conductor import unsupported
+from minisched.conf import filter_scheduler as fs_conf
 from minisched import context as ms_context
 from minisched.db.api import api as api_db
 from minisched import exception
@@ -365,7 +366,7 @@ class ComputeTaskManager(unsupported.UnsupportedTasks):
 
     def _schedule_instances(self, context, request_spec, instance_uuids,
                             return_alternates=False):
-        enabled = self.conf.filter_scheduler.enabled_filters
+        enabled = fs_conf.enabled_filters(self.conf)
         scheduler_utils.setup_instance_group(context, request_spec, enabled,
                                              ('ServerGroupSoftAffinityWeigher',
                                               'ServerGroupSoftAntiAffinityWeigher'))

@@ -55,8 +55,8 @@ the sync."""),
     cfg.IntOpt('sync_power_state_interval', default=600, help="""
 Seconds between power state syncs between the database and the driver;
 negative disables."""),
-    cfg.IntOpt('sync_power_state_pool_size', default=1000,
-               help='Maximum concurrent power state syncs.'),
+    cfg.IntOpt('sync_power_state_pool_size', default=5, min=1,
+               help='Maximum concurrent power state syncs (threads).'),
     cfg.IntOpt('instance_build_timeout', default=0, min=0, help="""
 Seconds an instance may stay in BUILDING before it is set to ERROR; 0
 disables the check."""),

@@ -6,8 +6,14 @@ GROUP = cfg.OptGroup('filter_scheduler', title='Filter scheduler',
 METRICS_GROUP = cfg.OptGroup('metrics', title='Metrics', help="""
 Host metrics used by MetricsFilter and MetricsWeigher.""")
 
-#: Ocata's default list: without Placement the resource filters do the resource gating.
+#: Nova 34's default list: Placement's allocation candidates do the resource gating.
 DEFAULT_FILTERS = [
+    'ComputeFilter', 'ComputeCapabilitiesFilter', 'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter', 'ServerGroupAffinityFilter',
+]
+#: Ocata's default list, the one that applies without Placement (``[placement] enabled =
+#: false``) while ``enabled_filters`` is left unset: RamFilter and DiskFilter gate resources.
+LEGACY_FILTERS = [
     'RetryFilter', 'AvailabilityZoneFilter', 'RamFilter', 'DiskFilter', 'ComputeFilter',
     'ComputeCapabilitiesFilter', 'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
     'ServerGroupAffinityFilter',
@@ -79,7 +85,17 @@ Related options: ``enabled_filters``"""),
 Filters applied to each request, in this order. Each must be among
 ``available_filters``; an unknown name stops the scheduler at start-up.
 
-Related options: ``available_filters``, ``weight_classes``"""),
+The default is Nova 34's list: Placement's allocation candidates have
+already left out the hosts without room for the request's resources. Left
+unset with ``[placement] enabled = false``, the list is Ocata's instead
+(RetryFilter, AvailabilityZoneFilter, RamFilter, DiskFilter, ComputeFilter,
+ComputeCapabilitiesFilter, ImagePropertiesFilter,
+ServerGroupAntiAffinityFilter, ServerGroupAffinityFilter): without
+Placement the resource filters do that work. A value set here is used as
+given on both paths.
+
+Related options: ``available_filters``, ``weight_classes``,
+``[placement] enabled``"""),
     cfg.ListOpt('weight_classes', default=[ALL_WEIGHERS], help="""
 Weighers that order the hosts that passed the filters, in this order: entry
 point names, dotted paths to weigher classes or to functions returning them,
@@ -194,3 +210,15 @@ def register_opts(conf):
 
 def list_opts():
     return {GROUP: OPTS, METRICS_GROUP: METRICS_OPTS}
+
+
+def enabled_filters(conf):
+    """The filters each request runs through: ``enabled_filters`` as set, or its default for
+    the path ``[placement] enabled`` chooses (Nova 34's with Placement, Ocata's without)."""
+    names = conf.filter_scheduler.enabled_filters
+    if conf.placement.enabled:
+        return names
+    location = conf.get_location('enabled_filters', GROUP.name)
+    if location is None or location.location == cfg.Locations.opt_default:
+        return list(LEGACY_FILTERS)
+    return names

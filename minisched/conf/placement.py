@@ -25,16 +25,19 @@ DEFAULT_SERVICE_TYPE = 'placement'
 _ADAPTER_VERSION_OPTS = ('version', 'min_version', 'max_version')
 _HELP_WIDTH = 76
 
-ENABLED_OPT = cfg.BoolOpt('enabled', default=False, help="""
+ENABLED_OPT = cfg.BoolOpt('enabled', default=True, help="""
 Use the Placement service, as Nova has since Ocata: computes report their
 resource providers, inventories, traits and aggregates to it, and the
 scheduler asks it for allocation candidates and claims the chosen host's
-allocations before it answers.
+allocations before it answers. True (the default) is Nova 34's path; set the
+same value on every service of a cluster.
 
-False (default for now): the path without Placement, as a Newton/Ocata
-FilterScheduler without allocation candidates: resources are gated by
-RamFilter, CoreFilter and DiskFilter and by the compute's own claim, and a
-Selection carries no allocation request.
+False: the path without Placement, as an Ocata FilterScheduler without
+allocation candidates: resources are gated by RamFilter, DiskFilter (and
+CoreFilter where enabled) and by the compute's own claim, a Selection
+carries no allocation request, and ``[filter_scheduler] enabled_filters``,
+when not set, is Ocata's list. minisched's own setting: Nova has no path
+without Placement since Pike.
 
 Related options: the other ``[placement]`` options (how to reach it),
 ``[filter_scheduler] enabled_filters``""")

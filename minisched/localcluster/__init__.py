@@ -38,7 +38,7 @@ import time
 from minisched.messaging.bus_check import pika_parameters
 
 #: (vcpus, memory_mb, local_gb) of the fake computes, cycled: mixed sizes.
-COMPUTE_SIZES = ((4, 8192, 100), (8, 16384, 200), (16, 32768, 400))
+COMPUTE_SIZES = ((4, 12288, 200), (8, 24576, 400), (16, 49152, 800))
 #: Flavors the demo boots, cycled: (name, memory_mb, vcpus, root_gb).
 DEMO_FLAVORS = (('m1.small', 2048, 1, 20), ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80))
 SERVICES_FILE = 'cluster.json'
@@ -168,6 +168,8 @@ class LocalCluster:
             from minisched.localcluster import placement
             lines += ['[placement]', 'enabled = true'] + [
                 '%s = %s' % item for item in placement.client_options(self.placement_server.url)]
+        else:
+            lines += ['[placement]', 'enabled = false']
         if fake:
             lines.insert(lines.index('[DEFAULT]') + 1,
                          'log_file = %s' % os.path.join(self.state_dir, 'services.log'))
@@ -395,11 +397,12 @@ class LocalCluster:
         self.open_private(os.path.join(self.state_dir, placement.SQLITE_FILE), 'a').close()
         server.write_config()
         self.say('Syncing the Placement database and starting Placement (uWSGI)...')
-        server.db_sync()
         try:
+            server.db_sync()
             server.start()
         except placement.PlacementError as exc:
-            raise RuntimeError(str(exc))
+            raise RuntimeError('%s; or run the cluster without Placement: --no-placement'
+                               % exc)
         self.placement_server = server
         self.procs['placement'] = server.proc
         self.say('  Placement: %s' % server.url)

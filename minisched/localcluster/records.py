@@ -59,9 +59,15 @@ def retire_lost_instances():
 
     Called before the services start: every instance then in the databases is an earlier
     run's, and the fake driver keeps none across a restart, so none of them runs anywhere
-    (left alone they were listed ACTIVE, and their hosts' usage counted them).
+    (left alone they were listed ACTIVE, and their hosts' usage counted them). With
+    Placement their allocations go too: they hold nothing on any host now.
     """
+    from minisched.config import CONF
     ctxt = context.get_admin_context()
+    placement = None
+    if CONF.placement.enabled:
+        from minisched.scheduler.client import report
+        placement = report.SchedulerReportClient(CONF)
     count = 0
     for cell in cell_mapping.CellMappingList.get_all(ctxt):
         if cell.is_cell0():
@@ -79,6 +85,8 @@ def retire_lost_instances():
                 inst.power_state = instance_obj.NOSTATE
                 inst.host = inst.node = None
                 inst.save()
+                if placement is not None:
+                    placement.delete_allocation_for_instance(ctxt, inst.uuid, force=True)
                 count += 1
     return count
 

@@ -15,17 +15,24 @@ db = lazy.module('minisched.db.main.api')
 
 CONF = conf.CONF
 
-#: Used when neither the node nor the scheduler's config sets a ratio (Rocky's constants).
+#: Used without Placement when neither the node nor the scheduler's config sets a ratio
+#: (Rocky's constants).
 DEFAULT_RATIOS = {'cpu_allocation_ratio': 16.0, 'ram_allocation_ratio': 1.5,
                   'disk_allocation_ratio': 1.0}
 
 
-
-def effective_ratio(name, value, configured):
-    """A 0.0/None node ratio means "unset": use the controller's option, then the constant."""
+def effective_ratio(name, value, conf):
+    """A 0.0/None node ratio means "unset": use ``conf``'s option, else, with Placement,
+    ``initial_<name>`` as Nova 34's ComputeNode does, else (the path without Placement)
+    Rocky's constant."""
     if value:
         return value
-    return configured if configured else DEFAULT_RATIOS[name]
+    configured = getattr(conf, name)
+    if configured:
+        return configured
+    if conf.placement.enabled:
+        return getattr(conf, 'initial_' + name)
+    return DEFAULT_RATIOS[name]
 
 
 @base.MinischedObjectRegistry.register
@@ -87,7 +94,7 @@ class ComputeNode(base.MinischedPersistentObject, base.MinischedObject):
 
     @staticmethod
     def _ratio(name, value):
-        return effective_ratio(name, value, getattr(CONF, name, 0.0))
+        return effective_ratio(name, value, CONF)
 
     @classmethod
     def _from_db_object(cls, context, compute, db_compute, keep=()):

@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 
+from minisched.conf import filter_scheduler as fs_conf
 from minisched import context as ms_context
 from minisched.db.main import api as db
 from minisched import exception
@@ -40,13 +41,13 @@ class HostManager(host_refresh.IncrementalRefresh):
 
     def __init__(self, conf):
         self.conf = conf
-        fs_conf = conf.filter_scheduler
+        options = conf.filter_scheduler
         self.filter_handler = filters.HostFilterHandler()
-        self.filter_classes = plugins.classes(plugins.FILTERS, fs_conf.available_filters,
+        self.filter_classes = plugins.classes(plugins.FILTERS, options.available_filters,
                                               plugins.ALL_FILTERS)
         self.enabled_filters = self._choose_host_filters(self._enabled_filter_names())
         self.weight_handler = weights.HostWeightHandler()
-        weigher_classes = plugins.classes(plugins.WEIGHERS, fs_conf.weight_classes,
+        weigher_classes = plugins.classes(plugins.WEIGHERS, options.weight_classes,
                                           plugins.ALL_WEIGHERS)
         self.weighers = [cls(conf) for cls in weigher_classes.values()]
         self.table = host_state.HostStateTable(capacity=1024)
@@ -74,7 +75,7 @@ class HostManager(host_refresh.IncrementalRefresh):
         self.last_refresh_seconds = 0.0
 
     def _enabled_filter_names(self):
-        return self.conf.filter_scheduler.enabled_filters
+        return fs_conf.enabled_filters(self.conf)
 
     def _choose_host_filters(self, names):
         """Instantiate the enabled filters once, in order; an unknown name stops start-up."""

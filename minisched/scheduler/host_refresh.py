@@ -100,8 +100,7 @@ class NodeRecord:
         self.supported_hv_specs = _hv_specs(row['supported_instances'])
         self.pci_device_pools = row.get('pci_stats')
         for name in compute_node_obj.DEFAULT_RATIOS:
-            setattr(self, name, compute_node_obj.effective_ratio(name, row[name],
-                                                                 getattr(conf, name)))
+            setattr(self, name, compute_node_obj.effective_ratio(name, row[name], conf))
         for name in ('updated_at', 'created_at'):
             value = row[name]
             if value is not None and value.tzinfo is None:

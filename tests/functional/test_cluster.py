@@ -22,12 +22,12 @@ PLACEMENT = re.compile(r'^  (demo-\d+) +\S+ +-> (compute\d) \(weight -?\d+\.\d{3
                        re.MULTILINE)
 
 
-def _run_demo(tmp_path, transport_url, instances=4, computes=3, env=None):
+def _run_demo(tmp_path, transport_url, instances=4, computes=3, env=None, extra=()):
     state_dir = tmp_path / 'cluster'
     result = subprocess.run(
         [base.script('minisched-cluster'), '--state-dir', str(state_dir), '--transport-url',
-         transport_url, '--computes', str(computes), 'demo', '--instances', str(instances)],
-        capture_output=True, text=True, timeout=300, env=env)
+         transport_url, '--computes', str(computes), *extra, 'demo', '--instances',
+         str(instances)], capture_output=True, text=True, timeout=300, env=env)
     return result, state_dir
 
 
@@ -56,28 +56,43 @@ def test_demo_on_rabbitmq_boots_and_stops(tmp_path, transport_url):
     assert dict(PLACEMENT.findall(result.stdout)) == landed, result.stdout
     assert re.search(r'runner-up compute\d \(-?\d+\.\d{3}\), \w+Weigher put the first '
                      r'ahead most \(\+\d+\.\d{3}\)', result.stdout), result.stdout
-    assert re.search(r'^Scheduler: filters .*RamFilter.*; weighers .*RAMWeigher x1[,; ]',
+    # Nova 34's path by default: its filters, Placement's ratios and each instance's
+    # allocations on the host it landed on.
+    assert re.search(r'^Scheduler: filters ComputeFilter, ComputeCapabilitiesFilter, '
+                     r'ImagePropertiesFilter, ServerGroupAntiAffinityFilter, '
+                     r'ServerGroupAffinityFilter; weighers .*RAMWeigher x1[,; ]',
                      result.stdout, re.MULTILINE), result.stdout
-    assert re.search(r'^\| compute1 +\| \d+/4 \(x16 = 64\) +\| \d+/8192 \(x1\.5 = 12288\) ',
+    assert re.search(r'^\| compute1 +\| \d+/4 \(x4 = 16\) +\| \d+/12288 \(x1 = 12288\) ',
                      result.stdout, re.MULTILINE), result.stdout
+    allocated = dict(re.findall(r'^\| (demo-\d+) +\| (compute\d) +\| DISK_GB=\d+, '
+                                r'MEMORY_MB=\d+, VCPU=\d \|$', result.stdout, re.MULTILINE))
+    assert allocated == landed, result.stdout
     assert 'Stopped.' in result.stdout
     # The console is the demo's: no log record lands on it (they go to log files).
     assert not re.search(r'^\d{4}-\d\d-\d\d \S+ \d+ (INFO|DEBUG|WARNING|ERROR) ',
                          result.stdout + result.stderr, re.MULTILINE), result.stderr
     # every child service logged a clean stop and no traceback
-    for name in ('conductor', 'scheduler', 'compute1'):
+    for name in ('conductor', 'scheduler', 'compute1', 'placement'):
         log = (state_dir / ('%s.log' % name)).read_text()
         assert 'Traceback' not in log, log[-3000:]
     assert not (state_dir / 'cluster.json').exists()
 
 
-def test_demo_falls_back_to_fake_transport(tmp_path):
-    result, state_dir = _run_demo(tmp_path, _fake_url(), instances=3, computes=2)
+def test_demo_falls_back_to_fake_transport_and_runs_without_placement(tmp_path):
+    result, state_dir = _run_demo(tmp_path, _fake_url(), instances=3, computes=2,
+                                  extra=['--no-placement'])
     assert result.returncode == 0, result.stdout + result.stderr
     assert 'in-memory fake:// transport' in result.stdout
     assert 'minisched-cluster' not in result.stderr
     assert len(_landed(result.stdout)) == 3
     assert (state_dir / 'services.log').exists()
+    # The path without Placement: none started, Ocata's filters, Rocky's ratios.
+    assert 'Placement' not in result.stdout, result.stdout
+    assert not (state_dir / 'placement.log').exists()
+    assert re.search(r'^Scheduler: filters RetryFilter, AvailabilityZoneFilter, RamFilter, '
+                     r'DiskFilter, ', result.stdout, re.MULTILINE), result.stdout
+    assert re.search(r'^\| compute1 +\| \d+/4 \(x16 = 64\) +\| \d+/12288 \(x1\.5 = 18432\) ',
+                     result.stdout, re.MULTILINE), result.stdout
 
 
 def _fake_url():

@@ -3,7 +3,9 @@
 Two demos at once each run on a vhost of their own and neither database gains the other's
 rows; a cluster on a vhost where another one runs refuses to start; ``status`` tells which
 processes run, right after ``down`` too; ``up`` on an earlier state says so and does not
-show the earlier run's instances as running.
+show the earlier run's instances as running. What is checked is the broker's side: the
+clusters run without Placement (``--no-placement``; each Placement is on a port of its own,
+and test_cluster.py runs the demo with one).
 """
 import re
 import subprocess
@@ -52,7 +54,8 @@ def test_two_demos_at_once_each_on_a_vhost_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setenv('MINISCHED_TRANSPORT_URL', base.TRANSPORT_URL)
     sizes = {'a': (2, 3), 'b': (3, 4)}  # computes, instances
     runs = {name: subprocess.Popen(
-        [base.script('minisched-cluster'), 'demo', '--state-dir', str(tmp_path / name),
+        [base.script('minisched-cluster'), '--no-placement', 'demo', '--state-dir',
+         str(tmp_path / name),
          '--computes', str(computes), '--instances', str(instances)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for name, (computes, instances) in sizes.items()}
@@ -77,8 +80,8 @@ def test_two_demos_at_once_each_on_a_vhost_of_its_own(tmp_path, monkeypatch):
 
 def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
     state = tmp_path / 'first'
-    up = _cluster_cmd('up', '--detach', '--state-dir', str(state), '--transport-url',
-                      transport_url, '--computes', '2')
+    up = _cluster_cmd('up', '--detach', '--no-placement', '--state-dir', str(state),
+                      '--transport-url', transport_url, '--computes', '2')
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         assert ('Operate it with: minisched-manage --config-file %s --config-dir %s service '
@@ -89,7 +92,7 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
         assert 'of its own' not in up.stdout
 
         # A second cluster on the same vhost would share its queues: refused, named.
-        other = _cluster_cmd('demo', '--state-dir', str(tmp_path / 'second'),
+        other = _cluster_cmd('demo', '--no-placement', '--state-dir', str(tmp_path / 'second'),
                              '--transport-url', transport_url, '--computes', '2')
         assert other.returncode == 1, other.stdout + other.stderr
         assert 'already have consumers' in other.stderr
@@ -119,8 +122,8 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
 
     # Up again on that state: it says so, and the instances of the first run are not shown
     # running on computes that do not run them (the fake driver kept none).
-    again = _cluster_cmd('up', '--detach', '--state-dir', str(state), '--transport-url',
-                         transport_url, '--computes', '1')
+    again = _cluster_cmd('up', '--detach', '--no-placement', '--state-dir', str(state),
+                         '--transport-url', transport_url, '--computes', '1')
     try:
         assert again.returncode == 0, again.stdout + again.stderr
         assert 'Reusing the state directory %s' % state in again.stdout

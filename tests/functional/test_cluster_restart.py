@@ -7,6 +7,7 @@ console scripts as an operator would, on a vhost the cluster makes on the broker
 the deleted vhost, and built nothing), and check that a build goes ACTIVE within 30 s after
 every restart, and that ``status`` says so when a running cluster's cell points nowhere.
 """
+import configparser
 import json
 import os
 import subprocess
@@ -14,9 +15,11 @@ import time
 
 import pytest
 
+from minisched import context as ms_context
 from tests.functional import base
+from tests.functional import placement_helpers
 
-pytestmark = [pytest.mark.functional, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.functional, pytest.mark.timeout(720)]
 
 #: Seconds a build may take after a restart (the issue's bound).
 BUILD_SECONDS = 30
@@ -33,13 +36,33 @@ class _Operator:
     def cluster(self, *args, check=True):
         result = subprocess.run(
             [base.script('minisched-cluster'), '--state-dir', str(self.state_dir)] + list(args),
-            capture_output=True, text=True, timeout=180, env=self.env)
+            capture_output=True, text=True, timeout=300, env=self.env)
         assert not check or result.returncode == 0, result.stdout + result.stderr
         return result
 
     def manage(self, *args, timeout=60):
         return subprocess.run([base.script('minisched-manage')] + list(args),
                               capture_output=True, text=True, timeout=timeout, env=self.env)
+
+    def placement(self):
+        """A report client on the cluster's Placement (its URL from the generated config)."""
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(self.state_dir / 'minisched.conf')
+        return placement_helpers.report_client(self.state_dir.parent,
+                                               parser['placement']['endpoint'])
+
+    def show(self, name, column):
+        return self.manage('server', 'show', name, '-f', 'value', '-c', column).stdout.strip()
+
+    def allocations(self, name):
+        """``{provider uuid: {'resources': ...}}`` Placement holds for instance ``name``."""
+        return self.placement().get_allocs_for_consumer(
+            ms_context.get_admin_context(), self.show(name, 'ID'))['allocations']
+
+    def node_uuid(self, name):
+        """The uuid of the root provider of the compute instance ``name`` is on (fake
+        computes name their one node, and so its provider, after their host)."""
+        return placement_helpers.providers(self.placement())[self.show(name, 'Host')]['uuid']
 
     def vhost(self):
         with open(self.state_dir / 'vhost.json') as handle:
@@ -86,7 +109,12 @@ def test_a_cluster_restarted_in_its_state_directory_builds_again(operator):
     assert operator.vhost() != first_vhost
     assert 'Pointed cell1 at this run: transport URL' in again.stdout, again.stdout
     assert first_vhost in again.stdout  # what it named before
+    assert '1 instance(s) of an earlier run are set to ERROR and count on no host (their ' \
+           'Placement allocations removed)' in again.stdout, again.stdout
     assert operator.build_active('after-restart') < BUILD_SECONDS
+    # Placement (restarted on its database) holds the new instance's allocations only.
+    assert operator.allocations('before') == {}
+    assert list(operator.allocations('after-restart')) == [operator.node_uuid('after-restart')]
     cells = operator.manage('cell', 'list_cells').stdout
     assert operator.vhost() in cells and first_vhost not in cells, cells
 

@@ -33,8 +33,9 @@ DOC = os.path.join(ROOT, 'doc', 'source')
 INSTALL_GUIDE = os.path.join(DOC, 'install', 'index.rst')
 RUNNING_A_CLUSTER = os.path.join(DOC, 'admin', 'running-a-cluster.rst')
 #: Seconds one page's commands may take (running-a-cluster's, the longest, with its three
-#: cluster starts: about two minutes on an idle 2-core VM, over five on a loaded one).
-PAGE_TIMEOUT = 480
+#: cluster starts and a Placement started by hand: about two and a half minutes on an idle
+#: 2-core VM, over six on a loaded one).
+PAGE_TIMEOUT = 600
 #: The install step of a block: the environment running the tests has done it.
 PIP_INSTALL = re.compile(r"^pip install [^&]*&&\s*")
 #: The pages under doc/source with shell blocks that no test runs, and why.
@@ -116,7 +117,7 @@ def _run_page(blocks, workdir, transport_url):
 
 def test_readme_quick_start_runs_the_demo_and_names_the_ci_test_command(tmp_path, own_vhost):
     demo, tests = readme_quick_start_blocks()
-    assert demo == 'pip install . && minisched-cluster demo'
+    assert demo == "pip install '.[placement]' && minisched-cluster demo"
     # The test command is the one .ci/run runs (the whole suite: not run from within it).
     pip, pytest_command = tests.split(' && ')
     assert pip == "pip install -e '.[test,nova-tests]'"
@@ -131,6 +132,13 @@ def test_readme_quick_start_runs_the_demo_and_names_the_ci_test_command(tmp_path
     # the demo's table: its 12 instances, every one active (its exit status says so too)
     assert len(re.findall(r'\| demo-\d\d +\|.*\| active +\|', result.stdout)) == 12, \
         result.stdout[-6000:]
+    # with Placement, as Nova 34: each instance's allocations, on the host it landed on
+    assert 'Placement: the allocations of each instance:' in result.stdout, result.stdout[-6000:]
+    landed = dict(re.findall(r'^\| (demo-\d\d) +\| m1\.\w+ +\| (compute\d) +\| active',
+                             result.stdout, re.M))
+    allocated = dict(re.findall(r'^\| (demo-\d\d) +\| (compute\d) +\| DISK_GB=\d+, '
+                                r'MEMORY_MB=\d+, VCPU=\d \|', result.stdout, re.M))
+    assert len(landed) == 12 and allocated == landed, result.stdout[-6000:]
     # what the install guide says of its state: a temporary directory, removed after it
     assert 'State directory (temporary): ' in result.stdout, result.stdout[:2000]
     assert 'Removed the temporary state directory.' in result.stdout, result.stdout[-2000:]
@@ -150,15 +158,15 @@ def test_the_install_guides_quick_start_is_the_readmes():
 
 
 def _check_running_a_cluster(blocks, output):
-    assert len(blocks) == 6, blocks  # the page's blocks, all of which run here
+    assert len(blocks) == 7, blocks  # the page's blocks, all of which run here
     # minisched-cluster: four computes up, then stopped
     assert re.search(r'compute4 +\| enabled \| up ', output), output[-6000:]
-    assert 'Stopped 6 service(s).' in output, output[-6000:]
+    assert 'Stopped 7 service(s).' in output, output[-6000:]
     # up again in the same state directory, with the operator's file layered (the cell's
     # vhost stays the test's own here: OS_DEFAULT__TRANSPORT_URL wins in every process;
     # tests/functional/test_cluster_restart.py restarts on vhosts of the cluster's own)
     assert 'Layering 1 file(s) of ' in output and 'stacking.conf' in output, output[-6000:]
-    assert 'Stopped 4 service(s).' in output, output[-6000:]
+    assert 'Stopped 5 service(s).' in output, output[-6000:]
     # by hand: the compute was mapped, and the scheduler chose it
     assert 'Creating host mapping for compute host' in output, output[-6000:]
     assert re.search(r'\| +1 +\| selected \|', output), output[-6000:]
@@ -173,7 +181,7 @@ def _check_rpc_client(blocks, output):
     assert re.search(r'^instance 1: compute\d \(node compute\d, cell [0-9a-f-]{36}\); '
                      r'alternates: compute\d, compute\d$', output, re.M), output[-6000:]
     assert 'NoValidHost: No valid host was found.' in output, output[-6000:]
-    assert 'Stopped 5 service(s).' in output, output[-6000:]
+    assert 'Stopped 6 service(s).' in output, output[-6000:]
 
 
 def _check_replay(blocks, output):
@@ -187,7 +195,7 @@ def _check_replay(blocks, output):
     for name in ('capacity.png', 'utilization.png', 'funnel.png'):  # --plot figures
         assert 'Wrote figures/%s' % name in output, output[-6000:]
     assert 'Traceback' not in output and 'RetryFilter' not in output, output[-6000:]
-    assert 'Stopped 6 service(s).' in output, output[-6000:]
+    assert 'Stopped 7 service(s).' in output, output[-6000:]
 
 
 #: The pages under doc/source run here, each with what its output must show. A page joins

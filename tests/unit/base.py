@@ -37,6 +37,8 @@ class TestCase(unittest.TestCase):
         self.addCleanup(self._config_fixture.cleanUp)
         self.conf = cfg.CONF
         self.conf([], project='minisched', default_config_files=[], default_config_dirs=[])
+        # No Placement answers a unit test: the path without it, unless a test asks for it.
+        self.flags(enabled=False, group='placement')
         # This process's outages (servicegroup.outages) are the test's own.
         patcher = mock.patch.object(outages, 'OWN', outages.Outages())
         patcher.start()

@@ -14,6 +14,7 @@ import copy
 import functools
 import logging
 import random
+import threading
 import time
 
 from keystoneauth1 import exceptions as ks_exc
@@ -36,6 +37,16 @@ TRAITS_VERSION = '1.6'
 CONCURRENT_UPDATE = 'placement.concurrent_update'
 INVENTORY_INUSE = 'placement.inventory.inuse'
 GROUP = 'placement'
+
+#: Per thread (green thread under eventlet): the seconds its calls to Placement took, summed.
+_spent = threading.local()
+
+
+def placement_seconds():
+    """Seconds this thread has waited on Placement so far (every HTTP call of every report
+    client, its answer read). The difference over a piece of work is Placement's share of
+    it, as the placement bench reads it; two clock reads per call, nothing else."""
+    return getattr(_spent, 'seconds', 0.0)
 
 
 def load_adapter(conf):
@@ -122,21 +133,28 @@ class SchedulerReportClient:
 
     # -- HTTP -------------------------------------------------------------------------------
 
+    def _timed(self, method, url, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(url, **kwargs)
+        finally:
+            _spent.seconds = getattr(_spent, 'seconds', 0.0) + time.perf_counter() - start
+
     def get(self, url, version=None, global_request_id=None):
-        return self._client.get(url, microversion=version,
-                                global_request_id=global_request_id)
+        return self._timed(self._client.get, url, microversion=version,
+                           global_request_id=global_request_id)
 
     def post(self, url, data, version=None, global_request_id=None):
-        return self._client.post(url, json=data, microversion=version,
-                                 global_request_id=global_request_id)
+        return self._timed(self._client.post, url, json=data, microversion=version,
+                           global_request_id=global_request_id)
 
     def put(self, url, data, version=None, global_request_id=None):
-        return self._client.put(url, json=data, microversion=version,
-                                global_request_id=global_request_id)
+        return self._timed(self._client.put, url, json=data, microversion=version,
+                           global_request_id=global_request_id)
 
     def delete(self, url, version=None, global_request_id=None):
-        return self._client.delete(url, microversion=version,
-                                   global_request_id=global_request_id)
+        return self._timed(self._client.delete, url, microversion=version,
+                           global_request_id=global_request_id)
 
     @safe_connect
     def get_versions(self):

@@ -12,6 +12,7 @@ import logging
 from oslo_config import cfg
 from oslo_utils import timeutils
 
+from minisched.conf import filter_scheduler as fs_conf
 from minisched import exception
 from minisched.scheduler import filter_scheduler
 from minisched.scheduler import plugins
@@ -117,7 +118,7 @@ def deprecations(conf, chosen=None):
     for cls in classes:
         if not getattr(cls, 'DEPRECATION', None):
             continue
-        enabled = cls.__name__ in conf.filter_scheduler.enabled_filters
+        enabled = cls.__name__ in fs_conf.enabled_filters(conf)
         if chosen and enabled and cls not in _WARNED:
             _WARNED.add(cls)
             continue

@@ -16,7 +16,7 @@ PCI_ALIASES = ['{"name": "nic", "vendor_id": "8086", "product_id": "1520"}',
                '"numa_policy": "required"}']
 
 #: The default filters with the NUMA and PCI ones.
-NUMA_FILTERS = fs_conf.DEFAULT_FILTERS + ['NUMATopologyFilter', 'PciPassthroughFilter']
+NUMA_FILTERS = fs_conf.LEGACY_FILTERS + ['NUMATopologyFilter', 'PciPassthroughFilter']
 
 
 class NoRefresh(filter_scheduler.FilterScheduler):
