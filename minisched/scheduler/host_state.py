@@ -287,7 +287,8 @@ class HostState:
     @uuid.setter
     def uuid(self, value):
         if value != self._uuid:
-            self._table.index_uuid(self._row, self._uuid, value)
+            if self._table.states[self._row] is self:  # not once released (row reused)
+                self._table.index_uuid(self._row, self._uuid, value)
             self._uuid = value
 
     def __init__(self, host, node, cell_uuid, table=None):
