@@ -633,6 +633,19 @@ class ResourceProviderNotFound(NotFound):
     msg_fmt = 'No such resource provider %(name_or_uuid)s.'
 
 
+class ResourceProviderAggregateRetrievalFailed(ResourceProviderRetrievalFailed):
+    msg_fmt = 'Failed to get aggregates for resource provider with UUID %(uuid)s'
+
+
+class PlacementAPIConnectFailure(MinischedException):
+    msg_fmt = 'Unable to communicate with the Placement API.'
+
+
+class TooManyComputesForHost(MinischedException):
+    msg_fmt = ('Unexpected number of compute node records (%(num_computes)d) found for host '
+               '%(host)s. There should only be a one-to-one mapping.')
+
+
 class ResourceProviderCreationFailed(MinischedException):
     msg_fmt = 'Failed to create resource provider %(name)s'
 

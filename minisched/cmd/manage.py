@@ -128,7 +128,7 @@ class ServiceCommands:
         svc = self._get(host, binary)
         svc.disabled = False
         svc.disabled_reason = None
-        svc.save()
+        _service_update(svc)
         print('Service %s on host %s enabled.' % (binary, host))
         return 0
 
@@ -136,7 +136,7 @@ class ServiceCommands:
         svc = self._get(host, binary)
         svc.disabled = True
         svc.disabled_reason = reason
-        svc.save()
+        _service_update(svc)
         print('Service %s on host %s disabled.' % (binary, host))
         return 0
 
@@ -146,6 +146,62 @@ class ServiceCommands:
         svc.save()
         print('Service %s on host %s forced %s.' % (binary, host, 'up' if unset else 'down'))
         return 0
+
+
+#: Nova's first compute service version that syncs COMPUTE_STATUS_DISABLED when told.
+MIN_COMPUTE_SYNC_COMPUTE_STATUS_DISABLED = 38
+
+
+def _service_update(svc):
+    """Save the service; when a compute's ``disabled`` changed, have the compute add or
+    remove ``COMPUTE_STATUS_DISABLED`` on its providers now, as Nova's ``HostAPI.
+    service_update`` does (the compute's periodic resource update would, later)."""
+    update_placement = 'disabled' in svc.obj_what_changed()
+    svc.save()
+    if update_placement and svc.binary == service_obj.COMPUTE_BINARY:
+        _update_compute_provider_status(svc)
+
+
+def _update_compute_provider_status(svc):
+    """Nova's ``HostAPI._update_compute_provider_status``: skipped (a warning) when the
+    compute is down or too old; a failed call is a warning, never a failed command."""
+    if not servicegroup.API(CONF).service_is_up(svc):
+        _error('Compute service on host %s is down. The COMPUTE_STATUS_DISABLED trait will '
+               'be synchronized when the service is restarted.' % svc.host)
+        return
+    if svc.version < MIN_COMPUTE_SYNC_COMPUTE_STATUS_DISABLED:
+        _error('Compute service on host %s is too old to sync the COMPUTE_STATUS_DISABLED '
+               'trait in Placement. The trait will be synchronized when the service is '
+               'upgraded and restarted.' % svc.host)
+        return
+    from minisched.cmd import manage_flavor
+    from minisched.compute import rpcapi as compute_rpcapi
+    try:
+        with manage_flavor.broker_errors():
+            manage_flavor.init_rpc(CONF)
+            api = compute_rpcapi.ComputeAPI(CONF)
+            manage_flavor.bounded(api.router.default_client)
+            # On the bus of the host's cell, as Nova's @target_host_cell.
+            with context.target_cell(context.get_admin_context(),
+                                     _host_cell(svc.host)) as cctxt:
+                api.set_host_enabled(cctxt, svc.host, not svc.disabled)
+    except Exception as exc:
+        _error('An error occurred while updating the COMPUTE_STATUS_DISABLED trait on compute '
+               'node resource providers managed by host %s (%s). The trait will be '
+               'synchronized automatically by the compute service when the '
+               'update_available_resource periodic task runs.'
+               % (svc.host, exception.first_line(exc)))
+
+
+def _host_cell(host):
+    """The cell mapping of ``host``; None (the configured bus) when it has no host mapping
+    or the API database cannot say."""
+    from minisched.objects import host_mapping as host_mapping_obj
+    try:
+        return host_mapping_obj.HostMapping.get_by_host(context.get_admin_context(),
+                                                        host).cell_mapping
+    except (exception.HostMappingNotFound, db_exc.DBError, sa.exc.SQLAlchemyError):
+        return None
 
 
 def _time(value):
@@ -170,7 +226,12 @@ def _add_service_parsers(subparsers, commands):
     for action, fn, extra in (('enable', commands.enable, None),
                               ('disable', commands.disable, 'reason'),
                               ('force-down', commands.force_down, 'unset')):
-        parser = subparsers.add_parser(action, help='%s a service.' % action.capitalize())
+        help_text = '%s a service.' % action.capitalize()
+        if action != 'force-down':
+            help_text += (' A compute that is up is told at once (set_host_enabled), which '
+                          'adds or removes the COMPUTE_STATUS_DISABLED trait of its resource '
+                          'providers in Placement; one that is down is warned about.')
+        parser = subparsers.add_parser(action, help=help_text)
         parser.add_argument('action_kwarg_host', metavar='host',
                             help='Host name of the service.')
         parser.add_argument('action_kwarg_binary', metavar='binary',

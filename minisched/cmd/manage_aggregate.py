@@ -8,7 +8,8 @@ scheduler (``update_aggregates``, or ``delete_aggregate``), whose host states wo
 not see it until they restart; and a host cannot be in two zones at once, a zone cannot be
 empty, and only an empty aggregate can be deleted. With ``[placement] enabled`` a host added
 to or removed from an aggregate is mirrored in Placement (its nodes' providers join or leave
-the aggregate of the same uuid), as Nova's API does; a failure there is a warning.
+the aggregate of the same uuid), as Nova's API does; a failure there is a warning, and
+``minisched-manage placement sync_aggregates`` adds what is missing later.
 """
 import logging
 
@@ -169,9 +170,13 @@ def _mirror_in_placement(ctxt, aggregate, host, method):
         except (exception.ResourceProviderNotFound, exception.ResourceProviderRetrievalFailed,
                 exception.ResourceProviderUpdateFailed,
                 exception.ResourceProviderUpdateConflict) as err:
-            LOG.warning('Failed to associate %s with a placement aggregate: %s. Remove the '
-                        'host from the aggregate and add it again to retry.',
-                        node.hypervisor_hostname, err)
+            if method == 'aggregate_add_host':
+                LOG.warning('Failed to associate %s with a placement aggregate: %s. This may '
+                            'be corrected after running minisched-manage placement '
+                            'sync_aggregates.', node.hypervisor_hostname, err)
+            else:
+                LOG.warning('Failed to remove association of %s with a placement aggregate: '
+                            '%s.', node.hypervisor_hostname, err)
 
 
 def _tell_schedulers(cast, ctxt, argument):

@@ -181,6 +181,19 @@ class ComputeManager(manager.Manager):
             LOG.warning('Could not delete the allocations of instance %s: %s', instance.uuid,
                         exc.format_message())
 
+    def set_host_enabled(self, context, enabled):
+        """Add or remove ``COMPUTE_STATUS_DISABLED`` on this host's providers (the service
+        was disabled or enabled) and return ``'enabled'`` or ``'disabled'``, as Nova's;
+        Placement's failures are warnings (the periodic resource update sets it anyway)."""
+        nodes = list(self.rt.compute_nodes.values())
+        if not nodes:
+            LOG.warning('Unable to add/remove trait COMPUTE_STATUS_DISABLED. No '
+                        'ComputeNode(s) found for host: %s', self.host)
+        elif self.rt.provider_report is not None:
+            self.rt.provider_report.update_compute_providers_status(context, nodes, enabled)
+        # minisched's drivers have no host-wide switch (Nova's raise NotImplementedError).
+        return 'enabled' if enabled else 'disabled'
+
     # -- scheduler updates ----------------------------------------------------------------
 
     def update_scheduler_instance_info(self, context, instance):

@@ -5,11 +5,13 @@ On every refresh of the node (``update_available_resource``, at start-up and the
 periodically) the driver sets the provider's inventory (``update_provider_tree``), the
 traits are those the provider has with the driver's capability traits added or removed,
 ``COMPUTE_NODE`` and ``OWNER_NOVA`` always, and ``COMPUTE_STATUS_DISABLED`` while the
-compute service is disabled; only what differs from the provider as last read or written is
-sent. A provider generation conflict (another writer changed the provider) drops the cached
-provider, reads it again and tries again, four times in all, as Nova's
-``_update_to_placement``. A compute that starts reads its providers from Placement, so what
-a previous run (or an operator) left there is corrected, not duplicated. Aggregates are
+compute service is disabled (also set at once when the service is disabled or enabled:
+:meth:`ProviderReport.update_compute_provider_status`); only what differs from the provider
+as last read or written is sent. A provider generation conflict (another writer changed
+the provider) drops the cached provider, reads it again and tries again, four times in all,
+as Nova's ``_update_to_placement``. A compute that starts reads its providers from
+Placement, so what a previous run (or an operator) left there is corrected, not duplicated.
+Aggregates are
 Placement's (mirrored by ``minisched-manage aggregate add_host``): read, never written here.
 
 When Placement cannot be reached, the failure is logged and the provider forgotten: the
@@ -29,8 +31,8 @@ LOG = logging.getLogger(__name__)
 
 #: Tries of one update when another writer bumps the provider's generation (Nova's 4).
 ATTEMPTS = 4
-#: Failures that leave the provider to the next refresh.
-_PLACEMENT_ERRORS = (ks_exc.ClientException, exception.ResourceProviderRetrievalFailed,
+#: Failures that leave the provider to the next refresh (Placement's answers, or none).
+PLACEMENT_ERRORS = (ks_exc.ClientException, exception.ResourceProviderRetrievalFailed,
                      exception.ResourceProviderCreationFailed,
                      exception.ResourceProviderUpdateFailed, exception.InventoryInUse,
                      exception.TraitRetrievalFailed, exception.TraitCreationFailed)
@@ -57,7 +59,7 @@ class ProviderReport:
                 LOG.info('Resource provider %s changed in Placement meanwhile (try %d of %d): '
                          '%s', compute_node.uuid, attempt, ATTEMPTS, exc.format_message())
                 self.forget(compute_node.uuid)
-            except _PLACEMENT_ERRORS as exc:
+            except PLACEMENT_ERRORS as exc:
                 LOG.warning('Could not update resource provider %s (%s) in Placement, the '
                             'next refresh tries again: %s', compute_node.uuid,
                             compute_node.hypervisor_hostname, exception.first_line(exc))
@@ -66,6 +68,51 @@ class ProviderReport:
         LOG.error('Resource provider %s kept changing in Placement: %d tries, the next '
                   'refresh tries again', compute_node.uuid, ATTEMPTS)
         return False
+
+    def update_compute_providers_status(self, context, nodes, enabled):
+        """:meth:`update_compute_provider_status` for each of ``nodes`` (ComputeNodes),
+        best effort as Nova's compute manager does it: a failure is logged, never raised."""
+        for node in nodes:
+            try:
+                self.update_compute_provider_status(context, node.uuid, enabled)
+            except PLACEMENT_ERRORS as exc:
+                LOG.warning('An error occurred while updating COMPUTE_STATUS_DISABLED trait '
+                            'on compute node resource provider %s. The trait will be '
+                            'synchronized when the update_available_resource periodic task '
+                            'runs. Error: %s', node.uuid, exception.first_line(exc))
+            except Exception:
+                LOG.exception('An error occurred while updating COMPUTE_STATUS_DISABLED trait '
+                              'on compute node resource provider %s. The trait will be '
+                              'synchronized when the update_available_resource periodic '
+                              'task runs.', node.uuid)
+
+    def update_compute_provider_status(self, context, rp_uuid, enabled):
+        """Add (``enabled`` False) or remove ``COMPUTE_STATUS_DISABLED`` on the provider at
+        once, as Nova's ``ComputeVirtAPI.update_compute_provider_status``: the provider's
+        traits are read afresh from Placement and written back with that generation only
+        when the trait changes, and the cached provider takes what was written (the
+        periodic update then has nothing to redo).
+
+        :raises: ResourceProviderRetrievalFailed, ResourceProviderUpdateConflict,
+            ResourceProviderUpdateFailed, TraitRetrievalFailed,
+            keystoneauth1.exceptions.ClientException
+        """
+        trait = os_traits.COMPUTE_STATUS_DISABLED
+        generation, traits = self.reportclient.get_traits(context, rp_uuid)
+        traits = set(traits)
+        if enabled and trait in traits:
+            LOG.debug('Removing trait %s from compute node resource provider %s in '
+                      'placement.', trait, rp_uuid)
+            traits.discard(trait)
+        elif not enabled and trait not in traits:
+            LOG.debug('Adding trait %s to compute node resource provider %s in placement.',
+                      trait, rp_uuid)
+            traits.add(trait)
+        else:
+            return
+        generation = self.reportclient.set_traits(context, rp_uuid, generation, traits)
+        if self.provider_tree.exists(rp_uuid):
+            self.provider_tree.update_traits(rp_uuid, traits, generation)
 
     def forget(self, uuid):
         if self.provider_tree.exists(uuid):

@@ -22,7 +22,8 @@ class ComputeAPI:
     Version history (Nova's numbering; the server speaks Nova 34's 6.5 and keeps 5.x
     through a second endpoint, as Nova's compute does):
         5.0  - the baseline of the methods minisched implements:
-               build_and_run_instance, terminate_instance, soft_delete_instance
+               build_and_run_instance, terminate_instance, soft_delete_instance,
+               set_host_enabled
         5.11 - build_and_run_instance takes accel_uuids
         6.0  - 5.x compatibility removed from the client (the same messages at 6.0)
         6.5  - the compute listens on a second topic, ``compute-alt``
@@ -106,3 +107,12 @@ class ComputeAPI:
         cctxt = self.router.client(ctxt).prepare(server=instance.host,
                                                  version=self._ver(ctxt, '5.0'))
         cctxt.cast(ctxt, 'soft_delete_instance', instance=instance)
+
+    def set_host_enabled(self, ctxt, host, enabled):
+        """Tell ``host``'s compute that its service was enabled or disabled (it syncs the
+        COMPUTE_STATUS_DISABLED trait); its answer, ``'enabled'`` or ``'disabled'``."""
+        cctxt = self.router.client(ctxt).prepare(
+            server=host, version=self._ver(ctxt, '5.0'),
+            call_monitor_timeout=self.conf.rpc_response_timeout,
+            timeout=self.conf.long_rpc_timeout)
+        return cctxt.call(ctxt, 'set_host_enabled', enabled=enabled)

@@ -117,6 +117,29 @@ for their own (the NUMA cells' ``pcpuset``), as a CPU spec like
 unset too (then every CPU, as in Nova).
 
 Related options: ``[compute] cpu_shared_set``"""),
+    cfg.ListOpt('image_type_exclude_list', default=[], help="""
+A list of image formats that should not be advertised as supported by this
+compute node.
+
+In some situations, it may be desirable to have a compute node refuse to
+support an expensive or complex image format. This factors into the
+decisions made by the scheduler about which compute node to select when
+booted with a given image: the node's resource provider in Placement loses
+the ``COMPUTE_IMAGE_TYPE_<format>`` trait of each format listed (at the
+compute's next resource refresh, start-up included), even when the virt
+driver supports the format.
+
+Possible values:
+
+* Any glance image ``disk_format`` name (i.e. ``raw``, ``qcow2``, etc)
+
+Related options:
+
+* ``[scheduler] query_placement_for_image_type_support`` - enables
+  filtering computes based on supported image types, which is required to
+  be enabled for this to take effect.
+* ``[placement] enabled`` - computes report traits to Placement only with it.
+"""),
 ]
 
 FAKE_GROUP = cfg.OptGroup('fake_driver', title='Fake virt driver', help="""

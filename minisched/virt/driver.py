@@ -10,6 +10,7 @@ from stevedore import extension
 from minisched import exception
 
 NAMESPACE = 'minisched.compute.driver'
+_IMAGE_TYPE_PREFIX = 'supports_image_type_'
 
 #: A driver capability and the trait its compute node's provider has while it is True
 #: (Nova's map, for the capabilities a minisched driver can have).
@@ -107,10 +108,22 @@ class ComputeDriver(abc.ABC):
         raise NotImplementedError()
 
     def capabilities_as_traits(self):
-        """``{trait: supported}`` of the capabilities that map to a trait."""
-        return {CAPABILITY_TRAITS_MAP[name]: supported
-                for name, supported in self.capabilities.items()
-                if name in CAPABILITY_TRAITS_MAP}
+        """``{trait: supported}`` of the capabilities that map to a trait; an image type
+        of ``[compute] image_type_exclude_list`` is unsupported whatever the driver says,
+        as in Nova."""
+        traits = {}
+        for name, supported in self.capabilities.items():
+            if name.startswith(_IMAGE_TYPE_PREFIX):
+                supported = self._check_image_type_exclude_list(name, supported)
+            if name in CAPABILITY_TRAITS_MAP:
+                traits[CAPABILITY_TRAITS_MAP[name]] = supported
+        return traits
+
+    def _check_image_type_exclude_list(self, capability, supported):
+        """True when the driver supports the image type of ``capability``
+        (``supports_image_type_<format>``) and the operator did not exclude it."""
+        image_type = capability[len(_IMAGE_TYPE_PREFIX):]
+        return supported and image_type not in self.conf.compute.image_type_exclude_list
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
         """Set the inventory (and driver-owned traits) of ``nodename``'s provider in

@@ -73,23 +73,25 @@ def test_computes_report_providers_inventories_and_traits(placement_cluster, tmp
     assert found['compute1']['traits'] == expected_traits
     assert found['compute2']['traits'] == expected_traits
 
-    # Disabled: the trait appears at the next refresh, and goes when enabled again.
+    # Disabled: the trait appears (the compute is told at once: test_placement_service_status).
     cluster.run_manage('service', 'disable', 'compute1', 'minisched-compute')
-    base.wait_for(lambda: os_traits.COMPUTE_STATUS_DISABLED in
-                  providers(client)['compute1']['traits'], timeout=30,
-                  message='COMPUTE_STATUS_DISABLED on compute1')
-    # Another writer bumps the provider's generation first (a trait of the operator's):
-    # the compute's write conflicts, it reads the provider again and keeps that trait.
+    assert os_traits.COMPUTE_STATUS_DISABLED in providers(client)['compute1']['traits']
+    # Forced down, the compute is not told of the enable: its next refresh removes the
+    # trait. Another writer bumps the provider's generation first (a trait of the
+    # operator's): the refresh's write conflicts, it reads the provider again and keeps it.
+    cluster.run_manage('service', 'force-down', 'compute1', 'minisched-compute')
     ctx = ms_context.get_admin_context()
     uuid = found['compute1']['uuid']
     generation, traits = client.get_traits(ctx, uuid)
     client.set_traits(ctx, uuid, generation, set(traits) | {'CUSTOM_OPERATOR'})
-    cluster.run_manage('service', 'enable', 'compute1', 'minisched-compute')
+    enabled = cluster.run_manage('service', 'enable', 'compute1', 'minisched-compute')
+    assert 'Compute service on host compute1 is down' in enabled.stderr
     base.wait_for(lambda: os_traits.COMPUTE_STATUS_DISABLED not in
                   providers(client)['compute1']['traits'], timeout=30,
                   message='COMPUTE_STATUS_DISABLED gone from compute1')
     assert providers(client)['compute1']['traits'] == expected_traits | {'CUSTOM_OPERATOR'}
     assert 'changed in Placement meanwhile' in cluster.log('compute1')
+    cluster.run_manage('service', 'force-down', '--unset', 'compute1', 'minisched-compute')
 
     # A host aggregate is mirrored: the host's provider joins the aggregate of its uuid.
     cluster.run_manage('aggregate', 'create', 'agg1')

@@ -212,7 +212,11 @@ def test_placement_down_gives_no_valid_host_and_the_computes_report_again(placem
 
     # A change to report while Placement is down: the compute's write fails, and is made
     # again by a refresh once Placement is back.
+    # The compute is told at once (set_host_enabled) and cannot write either: a warning,
+    # and the command succeeds.
     cluster.run_manage('service', 'disable', 'compute1', 'minisched-compute')
+    assert 'An error occurred while updating COMPUTE_STATUS_DISABLED trait' in cluster.log(
+        'compute1')
     base.wait_for(lambda: 'next refresh tries again' in cluster.log('compute1'), timeout=30,
                   message='compute1 to have failed a refresh while Placement was down')
     server.start()

@@ -263,13 +263,14 @@ class SchedulerReportClient:
 
     # -- a provider's inventory, traits and aggregates ------------------------------------------
 
-    def _get_part(self, context, uuid, part, version):
+    def _get_part(self, context, uuid, part, version,
+                  error=exception.ResourceProviderRetrievalFailed):
         resp = self.get('/resource_providers/%s/%s' % (uuid, part), version=version,
                         global_request_id=_global_id(context))
         if resp.status_code != 200:
             LOG.error('[%s] Failed to retrieve %s of resource provider %s: %d %s',
                       request_id(resp), part, uuid, resp.status_code, resp.text)
-            raise exception.ResourceProviderRetrievalFailed(uuid=uuid)
+            raise error(uuid=uuid)
         body = resp.json()
         return body['resource_provider_generation'], body[part]
 
@@ -313,8 +314,10 @@ class SchedulerReportClient:
                               TRAITS_VERSION)
 
     def get_aggregates(self, context, uuid):
-        """``(generation, [aggregate uuid])``."""
-        return self._get_part(context, uuid, 'aggregates', AGGREGATE_GENERATION_VERSION)
+        """``(generation, [aggregate uuid])``; ResourceProviderAggregateRetrievalFailed
+        when Placement does not give them (no such provider included), as Nova's."""
+        return self._get_part(context, uuid, 'aggregates', AGGREGATE_GENERATION_VERSION,
+                              error=exception.ResourceProviderAggregateRetrievalFailed)
 
     def set_aggregates(self, context, uuid, generation, aggregates):
         return self._put_part(context, uuid, 'aggregates', generation, sorted(aggregates),
@@ -342,16 +345,25 @@ class SchedulerReportClient:
             raise exception.ResourceProviderNotFound(name_or_uuid=name)
         return found[0]
 
-    def aggregate_add_host(self, context, agg_uuid, host_name):
-        """Put the provider named ``host_name`` in aggregate ``agg_uuid`` (the API's mirror
-        of a host added to a host aggregate)."""
-        self._change_aggregates(context, host_name, lambda aggs: aggs | {agg_uuid})
+    def aggregate_add_host(self, context, agg_uuid, host_name=None, rp_uuid=None):
+        """Put the provider named ``host_name`` (or of uuid ``rp_uuid``) in aggregate
+        ``agg_uuid``: the API's mirror of a host added to a host aggregate, and
+        ``minisched-manage placement sync_aggregates``'. Its other aggregates are kept; a
+        generation conflict is tried again, four tries in all, as Nova's.
+
+        :raises: ResourceProviderNotFound (no provider of that name),
+            ResourceProviderAggregateRetrievalFailed, ResourceProviderUpdateFailed,
+            ResourceProviderUpdateConflict, keystoneauth1.exceptions.ClientException
+        """
+        if host_name is None and rp_uuid is None:
+            raise ValueError('Either host_name or rp_uuid is required')
+        self._change_aggregates(context, host_name, lambda aggs: aggs | {agg_uuid}, rp_uuid)
 
     def aggregate_remove_host(self, context, agg_uuid, host_name):
         self._change_aggregates(context, host_name, lambda aggs: aggs - {agg_uuid})
 
-    def _change_aggregates(self, context, host_name, change):
-        uuid = self.get_provider_by_name(context, host_name)['uuid']
+    def _change_aggregates(self, context, host_name, change, uuid=None):
+        uuid = uuid or self.get_provider_by_name(context, host_name)['uuid']
         for attempt in range(1, 5):
             generation, aggregates = self.get_aggregates(context, uuid)
             wanted = change(set(aggregates))

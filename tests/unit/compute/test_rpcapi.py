@@ -38,6 +38,9 @@ class _Manager:
     def terminate_instance(self, context, instance, bdms=None):
         self.builds.put(dict(terminated=instance))
 
+    def set_host_enabled(self, context, enabled):
+        return 'enabled' if enabled else 'disabled'
+
 
 class ComputeRPCAPITestCase(base.TestCase):
 
@@ -107,6 +110,14 @@ class ComputeRPCAPITestCase(base.TestCase):
         self.assertEqual(base.uuids.instance,
                          self.manager.builds.get(timeout=5)['terminated'].uuid)
         self.assertEqual('5.0', self.sent[-1])
+
+    def test_set_host_enabled_is_a_call_answered_at_6_0_or_5_0(self):
+        for cap, sent in ((None, '6.0'), ('5.0', '5.0')):
+            self.flags(group='upgrade_levels', compute=cap)
+            api = rpcapi.ComputeAPI(self.conf)
+            self.assertEqual('disabled', api.set_host_enabled(self.ctxt, 'h1', False))
+            self.assertEqual(sent, self.sent[-1])
+            self.assertEqual('enabled', api.set_host_enabled(self.ctxt, 'h1', True))
 
 
 class ServiceVersionTestCase(base.TestCase):

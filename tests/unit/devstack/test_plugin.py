@@ -16,8 +16,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from oslo_config import cfg
 
+from minisched.conf import placement as placement_conf
 from minisched.db import engines
+from minisched.scheduler.client import report
 
 REPO = Path(__file__).resolve().parents[3]
 DEVSTACK = REPO / 'devstack'
@@ -49,7 +52,7 @@ enable_service() {
     done
 }
 run_process() {
-    if is_service_enabled "$1"; then _record run_process "$1" "$2"
+    if is_service_enabled "$1"; then _record run_process "$@"
     else _record run_process_skipped "$1"; fi
 }
 stop_process() {
@@ -79,6 +82,27 @@ get_transport_url() {
     fi
 }
 rpc_backend_add_vhost() { _record rpc_backend_add_vhost "$@"; }
+
+# lib/keystone: configure_keystoneauth writes what DevStack's writes.
+KEYSTONE_SERVICE_URI=http://10.0.0.5/identity
+SERVICE_PASSWORD=secretsvc
+SERVICE_DOMAIN_NAME=Default
+SERVICE_PROJECT_NAME=service
+configure_keystoneauth() {
+    _record configure_keystoneauth "$@"
+    local conf_file=$1 admin_user=$2 section=$3
+    iniset $conf_file $section auth_type password
+    iniset $conf_file $section interface public
+    iniset $conf_file $section auth_url $KEYSTONE_SERVICE_URI
+    iniset $conf_file $section username $admin_user
+    iniset $conf_file $section password $SERVICE_PASSWORD
+    iniset $conf_file $section user_domain_name "$SERVICE_DOMAIN_NAME"
+    iniset $conf_file $section project_name $SERVICE_PROJECT_NAME
+    iniset $conf_file $section project_domain_name "$SERVICE_DOMAIN_NAME"
+}
+create_service_user() { _record create_service_user "$@"; }
+# functions: wait_for_service TIMEOUT URL (FAKE_PLACEMENT_DOWN: it never answers)
+wait_for_service() { _record wait_for_service "$@"; [[ -z "${FAKE_PLACEMENT_DOWN:-}" ]]; }
 
 # the system
 sudo() { _record sudo "$@"; "$@"; }
@@ -111,6 +135,11 @@ iniset() {
     fi
     printf '%s\n' "${out[@]}" > "$file"
 }
+'''
+
+#: placement-manage: records its arguments.
+PLACEMENT_MANAGE_STUB = r'''#!/bin/bash
+(IFS=$'\t'; printf '%s\n' "placement-manage	$*") >> "$CALL_LOG"
 '''
 
 # Records its arguments; "service list --host H" prints a service table in which the
@@ -149,12 +178,16 @@ class Devstack:
         self.conf_dir = tmp_path / 'etc' / 'minisched'
         self.data_dir = tmp_path / 'data'
         self.conf = self.conf_dir / 'minisched.conf'
+        self.placement_conf = self.conf_dir / 'placement' / 'placement.conf'
         self.state_path = self.data_dir / 'minisched'
         for directory in (self.bin, self.state, self.data_dir):
             directory.mkdir()
         manage = self.bin / 'minisched-manage'
         manage.write_text(MANAGE_STUB)
         manage.chmod(0o755)
+        placement_manage = self.bin / 'placement-manage'
+        placement_manage.write_text(PLACEMENT_MANAGE_STUB)
+        placement_manage.chmod(0o755)
         self.prelude = tmp_path / 'prelude.sh'
         self.prelude.write_text(PRELUDE)
         self.env = {
@@ -254,7 +287,8 @@ def test_scripts_pass_bash_syntax_check():
 
 def test_stack_install_only_installs(ds):
     records = ds.run('stack install')
-    assert calls(records, 'setup_develop') == [('setup_develop', str(REPO))]
+    # With the placement extra: the plugin runs its own Placement (no placement-api here).
+    assert calls(records, 'setup_develop') == [('setup_develop', str(REPO), 'placement')]
     assert not calls(records, 'iniset')
     assert not calls(records, 'run_process')
     assert not calls(records, 'minisched-manage')
@@ -277,7 +311,10 @@ def test_post_config_writes_the_config_file(ds):
         'connection': 'mysql+pymysql://root:secretdb@127.0.0.1/minisched_api?charset=utf8'}
     assert conf['conductor'] == {'workers': '2'}
     assert conf['scheduler'] == {'workers': '2'}
-    assert calls(records, 'setup_logging') == [('setup_logging', str(ds.conf))]
+    assert conf['placement'] == {'enabled': 'True', 'auth_type': 'admin_token',
+                                 'endpoint': 'http://127.0.0.1:8780', 'token': 'admin'}
+    assert calls(records, 'setup_logging') == [('setup_logging', str(ds.conf)),
+                                               ('setup_logging', str(ds.placement_conf))]
     # Its own RabbitMQ vhost: topic queue names are shared by the whole vhost.
     assert calls(records, 'rpc_backend_add_vhost') == [('rpc_backend_add_vhost', 'minisched')]
     assert ds.conf_dir.is_dir() and ds.state_path.is_dir()
@@ -297,13 +334,15 @@ def test_post_config_writes_one_config_per_compute(ds):
         assert conf['fake_driver'] == {'vcpus': '8', 'memory_mb': '4096'}
     assert sorted(p.name for p in ds.conf_dir.iterdir()) == [
         'compute-node-compute1.conf', 'compute-node-compute2.conf',
-        'compute-node-compute3.conf', 'minisched.conf']
+        'compute-node-compute3.conf', 'minisched.conf', 'placement']
 
 
 def test_post_config_creates_and_syncs_databases_and_cells(ds):
     records = ds.run('stack install', 'stack post-config')
     assert [r[1] for r in calls(records, 'recreate_database')] == [
-        'minisched_api', 'minisched_cell1']
+        'minisched_placement', 'minisched_api', 'minisched_cell1']
+    assert calls(records, 'placement-manage') == [
+        ('placement-manage', '--config-file', str(ds.placement_conf), 'db', 'sync')]
     assert manage_args(ds, records) == ['api_db sync', 'db sync', 'cell simple_cell_setup']
     assert not calls(records, 'run_process')
     # The databases exist before the first minisched-manage call.
@@ -314,7 +353,7 @@ def test_post_config_creates_and_syncs_databases_and_cells(ds):
 def test_cell_create_mode_maps_cell0_and_creates_the_cell(ds):
     records = ds.run('stack install', 'stack post-config', MINISCHED_CELL_SETUP='create')
     assert [r[1] for r in calls(records, 'recreate_database')] == [
-        'minisched_api', 'minisched_cell1', 'minisched_cell0']
+        'minisched_placement', 'minisched_api', 'minisched_cell1', 'minisched_cell0']
     url = 'mysql+pymysql://root:secretdb@127.0.0.1/%s?charset=utf8'
     assert manage_args(ds, records) == [
         'api_db sync',
@@ -330,6 +369,11 @@ def test_stack_starts_conductor_scheduler_computes_then_discovers(ds):
     bindir = ds.bin
     started = [(phase, r[1:]) for phase, r in phase_of(records) if r[0] == 'run_process']
     assert started == [
+        ('stack extra', ('minisched-placement',
+                         '%s/uwsgi --procname-prefix minisched-placement --ini %s' % (
+                             bindir, ds.placement_conf.parent / 'placement-uwsgi.ini'),
+                         '', '',
+                         'OS_PLACEMENT_CONFIG_DIR=%s' % ds.placement_conf.parent)),
         ('stack extra', ('minisched-conductor',
                          '%s/minisched-conductor --config-file %s' % (bindir, ds.conf))),
         ('stack extra', ('minisched-scheduler',
@@ -379,7 +423,7 @@ def test_unstack_stops_all_services(ds):
     records = ds.run('unstack')
     assert [r[1] for r in calls(records, 'stop_process')] == [
         'minisched-compute-2', 'minisched-compute-1', 'minisched-scheduler',
-        'minisched-conductor']
+        'minisched-conductor', 'minisched-placement']
     assert not calls(records, 'run_process')
     assert not calls(records, 'minisched-manage')
     assert ds.conf.exists()  # unstack keeps the configuration
@@ -403,8 +447,13 @@ def test_compute_only_node_gets_no_database(ds):
     records = ds.run(*STACK, ENABLED_SERVICES='', DATABASE_TYPE=None,
                      DISABLED_SERVICES='minisched-conductor,minisched-scheduler')
     conf = ds.ini(ds.conf)
-    assert set(conf) == {'DEFAULT'}
+    assert set(conf) == {'DEFAULT', 'placement'}
     assert conf['DEFAULT']['transport_url'] == TRANSPORT + 'minisched'
+    # The controller's own Placement (MINISCHED_PLACEMENT_HOST), not run here.
+    assert conf['placement']['endpoint'] == 'http://127.0.0.1:8780'
+    assert not ds.placement_conf.exists()
+    assert calls(records, 'setup_develop') == [('setup_develop', str(REPO))]
+    assert not calls(records, 'placement-manage')
     assert not calls(records, 'recreate_database')
     assert not calls(records, 'rpc_backend_add_vhost')  # the broker is elsewhere
     assert not calls(records, 'minisched-manage')  # no init, no wait, no discovery
@@ -417,7 +466,7 @@ def test_compute_only_node_gets_no_database(ds):
 def test_disabled_computes_are_not_configured_or_started(ds):
     records = ds.run(*STACK, DISABLED_SERVICES='minisched-compute')
     assert [r[1] for r in calls(records, 'run_process')] == [
-        'minisched-conductor', 'minisched-scheduler']
+        'minisched-placement', 'minisched-conductor', 'minisched-scheduler']
     assert not list(ds.conf_dir.glob('compute-*.conf'))
     assert manage_args(ds, records)[-1] == 'cell discover_hosts --verbose'
     assert not [a for a in manage_args(ds, records) if a.startswith('service list')]
@@ -447,6 +496,7 @@ def test_postgresql_backend(ds):
     ({'MINISCHED_DB_BACKEND': 'oracle'}, 'Unsupported MINISCHED_DB_BACKEND=oracle'),
     ({'FAKE_NO_RABBIT': '1'}, 'minisched needs RabbitMQ'),
     ({'MINISCHED_COMPUTE_COUNT': 'two'}, 'MINISCHED_COMPUTE_COUNT must be a number'),
+    ({'MINISCHED_PLACEMENT': 'keystone'}, 'Unknown MINISCHED_PLACEMENT=keystone'),
 ])
 def test_bad_settings_stop_post_config(ds, env, message):
     records = ds.run('stack install', 'stack post-config', check=False, **env)
@@ -493,4 +543,100 @@ def test_settings_keep_local_conf_values(ds):
     assert out.split('|') == [
         '/x/y.conf', '%s/minisched' % ds.data_dir, '1', 'mysql', str(REPO),
         'rabbit,mysql,key,minisched-conductor,minisched-scheduler,minisched-compute,'
-        'minisched-compute-1']
+        'minisched-placement,minisched-compute-1']
+
+
+# -- Placement ------------------------------------------------------------------------------
+
+def placement_adapter(path):
+    """The keystoneauth1 Adapter minisched's services build from ``path``'s [placement].
+
+    The options are minisched's, in a group object of this test's own: loading an auth
+    plugin registers its options (``password``'s required ``auth_url``...) in the group
+    object, which :mod:`minisched.conf.placement`'s is for every ConfigOpts of the process.
+    """
+    conf = cfg.ConfigOpts()
+    conf.register_group(cfg.OptGroup(placement_conf.GROUP.name))
+    conf.register_opt(placement_conf.ENABLED_OPT, group=placement_conf.GROUP.name)
+    conf.register_opts(placement_conf.KSA_OPTS + placement_conf._IGNORED_OPTS,
+                       group=placement_conf.GROUP.name)
+    conf(['--config-file', str(path)], project='minisched', default_config_files=[],
+         default_config_dirs=[])
+    assert conf.placement.enabled
+    return report.load_adapter(conf)
+
+
+def test_own_placement_is_configured_synced_started_and_waited_for(ds):
+    records = ds.run(*STACK)
+    placement = ds.ini(ds.placement_conf)
+    assert placement['api'] == {'auth_strategy': 'noauth2'}
+    assert placement['placement_database'] == {
+        'connection': 'mysql+pymysql://root:secretdb@127.0.0.1/minisched_placement'
+                      '?charset=utf8'}
+    uwsgi = ds.ini(ds.placement_conf.parent / 'placement-uwsgi.ini')['uwsgi']
+    assert uwsgi['http-socket'] == '127.0.0.1:8780'
+    assert uwsgi['module'] == 'placement.wsgi.api:application'
+    assert (uwsgi['processes'], uwsgi['threads']) == ('2', '4')
+    # Started first, and answering before the conductor (then the computes) start.
+    names = [(r[0], r[1]) for r in records if r[0] in ('run_process', 'wait_for_service')]
+    assert names[:3] == [('run_process', 'minisched-placement'),
+                         ('wait_for_service', '60'), ('run_process', 'minisched-conductor')]
+    assert calls(records, 'wait_for_service')[0][2] == 'http://127.0.0.1:8780'
+    # The services' client reaches it with the noauth2 admin token.
+    adapter = placement_adapter(ds.conf)
+    assert adapter.get_endpoint() == 'http://127.0.0.1:8780'
+    assert adapter.session.get_auth_headers(adapter.auth) == {'X-Auth-Token': 'admin'}
+    assert not calls(records, 'create_service_user')
+
+
+def test_own_placement_on_sqlite_serves_one_request_at_a_time(ds):
+    ds.run('stack install', 'stack post-config', MINISCHED_DB_BACKEND='sqlite',
+           DATABASE_TYPE=None, MINISCHED_PLACEMENT_HOST='10.0.0.5')
+    assert ds.ini(ds.placement_conf)['placement_database']['connection'] == (
+        'sqlite:///%s/minisched_placement.sqlite' % ds.state_path)
+    uwsgi = ds.ini(ds.placement_conf.parent / 'placement-uwsgi.ini')['uwsgi']
+    assert (uwsgi['http-socket'], uwsgi['threads']) == ('10.0.0.5:8780', '1')
+    assert ds.ini(ds.conf)['placement']['endpoint'] == 'http://10.0.0.5:8780'
+
+
+def test_own_placement_that_does_not_answer_stops_the_stack(ds):
+    records = ds.run(*STACK, FAKE_PLACEMENT_DOWN='1', check=False)
+    assert ds.proc.returncode != 0
+    assert 'minisched-placement did not start on http://127.0.0.1:8780' in calls(
+        records, 'die')[0][1]
+    assert [r[1] for r in calls(records, 'run_process')] == ['minisched-placement']
+
+
+def test_devstack_placement_through_keystone(ds):
+    records = ds.run(*STACK, ENABLED_SERVICES='rabbit,mysql,key,placement-api')
+    assert ds.ini(ds.conf)['placement'] == {
+        'enabled': 'True', 'auth_type': 'password', 'interface': 'public',
+        'auth_url': 'http://10.0.0.5/identity', 'username': 'minisched',
+        'password': 'secretsvc', 'user_domain_name': 'Default', 'project_name': 'service',
+        'project_domain_name': 'Default'}
+    assert calls(records, 'create_service_user') == [
+        ('create_service_user', 'minisched', 'admin')]
+    # DevStack's placement stays as installed: no placement extra, nothing of ours runs.
+    assert calls(records, 'setup_develop') == [('setup_develop', str(REPO))]
+    assert not ds.placement_conf.exists()
+    assert not calls(records, 'placement-manage')
+    assert not calls(records, 'wait_for_service')
+    assert 'minisched-placement' not in [r[1] for r in calls(records, 'run_process')]
+    assert [r[1] for r in calls(records, 'recreate_database')] == [
+        'minisched_api', 'minisched_cell1']
+    auth = placement_adapter(ds.conf).auth
+    assert (type(auth).__name__, auth._username) == ('Password', 'minisched')
+
+
+def test_compute_node_with_a_remote_devstack_placement(ds):
+    records = ds.run(*STACK, ENABLED_SERVICES='placement-client', DATABASE_TYPE=None,
+                     DISABLED_SERVICES='minisched-conductor,minisched-scheduler')
+    assert ds.ini(ds.conf)['placement']['auth_type'] == 'password'
+    assert not calls(records, 'create_service_user')  # Keystone runs elsewhere
+
+
+def test_placement_off(ds):
+    records = ds.run(*STACK, MINISCHED_PLACEMENT='off')
+    assert ds.ini(ds.conf)['placement'] == {'enabled': 'False'}
+    assert not calls(records, 'placement-manage')
+    assert 'minisched-placement' not in [r[1] for r in calls(records, 'run_process')]

@@ -131,6 +131,17 @@ class TestFakeDriver(base.TestCase):
         with self.assertRaises(exception.InstanceNotFound):
             self._driver().get_info(_instance())
 
+    def test_image_type_exclude_list_withdraws_only_those_image_traits(self):
+        driver = self._driver()
+        before = driver.capabilities_as_traits()
+        self.assertTrue(before['COMPUTE_IMAGE_TYPE_RAW'])
+        self.flags(group='compute', image_type_exclude_list=['raw', 'qcow2'])
+        after = driver.capabilities_as_traits()
+        self.assertFalse(after['COMPUTE_IMAGE_TYPE_RAW'])
+        self.assertFalse(after['COMPUTE_IMAGE_TYPE_VHD'])  # unsupported stays unsupported
+        self.assertEqual({k: v for k, v in before.items() if k != 'COMPUTE_IMAGE_TYPE_RAW'},
+                         {k: v for k, v in after.items() if k != 'COMPUTE_IMAGE_TYPE_RAW'})
+
     def test_abort_failure_mode(self):
         driver = self._driver(spawn_failure='abort')
         with self.assertRaises(exception.BuildAbortException):
