@@ -53,10 +53,14 @@ class RowPipeline:
         return self.hm.get_host_states(candidates)
 
     def keep(self, candidates, uuids):
-        """The candidates whose compute node uuid is in ``uuids``."""
-        states = self.hm.table.states
-        return np.asarray([row for row in candidates if states[row].uuid in uuids],
-                          dtype=np.int64)
+        """The candidates whose compute node uuid is in ``uuids``, in their order.
+
+        The table's uuid index gives the rows of ``uuids`` (Placement's providers), and one
+        array operation keeps those among the candidates: no visit of each host state.
+        """
+        candidates = np.asarray(candidates, dtype=np.int64)
+        rows = np.fromiter(self.hm.table.rows_of_uuids(uuids), dtype=np.int64)
+        return candidates[np.isin(candidates, rows)]
 
     def filter(self, candidates, spec_obj, index):
         """Returns ``(survivors, FilterResult or None, filters_ran)``."""

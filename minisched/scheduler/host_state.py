@@ -85,6 +85,10 @@ class HostStateTable:
         self.page_sizes = set()
         #: Per-row Python objects for whatever is not numeric (filled by the HostState).
         self.states = [None] * self.capacity
+        #: Compute node uuid -> the rows of the host states that have it (HostState.uuid
+        #: keeps it): the Placement path narrows its candidates to Placement's providers
+        #: by uuid without visiting every host state.
+        self.uuid_rows = {}
         self.active = np.zeros(self.capacity, dtype=bool)
         #: Heap of ``(consumed_at, row)``, one entry per in-memory consumption: the TTL check
         #: pops what is due instead of visiting every consumed row on each refresh. An entry
@@ -133,9 +137,28 @@ class HostStateTable:
         self.active[row] = True
         return row
 
+    def index_uuid(self, row, old, new):
+        """Row ``row``'s compute node uuid changed from ``old`` to ``new``."""
+        if old is not None:
+            rows = self.uuid_rows.get(old)
+            if rows is not None:
+                rows.discard(row)
+                if not rows:
+                    del self.uuid_rows[old]
+        if new is not None:
+            self.uuid_rows.setdefault(new, set()).add(row)
+
+    def rows_of_uuids(self, uuids):
+        """The rows whose compute node uuid is one of ``uuids``, in no order."""
+        index = self.uuid_rows
+        return [row for uuid in uuids for row in index.get(uuid, ())]
+
     def release(self, row):
         for rows in self.flagged.values():
             rows.discard(row)
+        state = self.states[row]
+        if state is not None:
+            self.index_uuid(row, state.uuid, None)
         self.states[row] = None
         self.active[row] = False
         self._free_rows.append(row)
@@ -256,10 +279,22 @@ def _host_numa_topology(raw):
 class HostState:
     """Mutable, unpersisted state of one compute node as the scheduler sees it."""
 
+    @property
+    def uuid(self):
+        """The compute node's uuid (its resource provider's), indexed by the table."""
+        return self._uuid
+
+    @uuid.setter
+    def uuid(self, value):
+        if value != self._uuid:
+            if self._table.states[self._row] is self:  # not once released (row reused)
+                self._table.index_uuid(self._row, self._uuid, value)
+            self._uuid = value
+
     def __init__(self, host, node, cell_uuid, table=None):
         self.host = host
         self.nodename = node
-        self.uuid = None
+        self._uuid = None
         self.cell_uuid = cell_uuid
         self._lock = threading.Lock()
         self._table = table if table is not None else HostStateTable(capacity=1)

@@ -34,9 +34,11 @@ def get_allocation_candidates(ctxt, spec_obj, client, conf):
         # safe_connect: Placement could not be reached.
         raise exception.NoValidHost(reason='The Placement service could not be reached.')
     alloc_reqs, provider_summaries, version = answer
-    alloc_reqs = list(alloc_reqs or [])
-    provider_summaries = dict(provider_summaries or {})
+    # The decoded answer is this request's own: used as it is, copied only to be extended.
+    alloc_reqs = alloc_reqs if alloc_reqs is not None else []
+    provider_summaries = provider_summaries if provider_summaries is not None else {}
     if request.cpu_pinning_requested:
+        alloc_reqs, provider_summaries = list(alloc_reqs), dict(provider_summaries)
         # Hosts not reporting PCPU yet (no cpu_dedicated_set) may still pin: asked with VCPU.
         LOG.debug('Requesting fallback allocation candidates with VCPU instead of PCPU')
         fallback = resource_request.ResourceRequest.from_request_spec(
