@@ -79,6 +79,17 @@ def _reraise(exc):
     raise exc
 
 
+def start_conductor_first(cluster, computes, scheduler_workers=2, compute_conf=None):
+    """Start a scheduler and a conductor at once, then ``computes`` once the conductor is
+    ready; returns when all are. A compute pings the conductor at start-up, and a ping sent
+    before the conductor's queue exists is lost: the compute would wait out a 10 s timeout."""
+    cluster.start_scheduler(workers=scheduler_workers, wait=False)
+    cluster.start_conductor()
+    for host in computes:
+        cluster.start_compute(host, wait=False, **(compute_conf or {}).get(host, {}))
+    cluster.wait_ready('scheduler', *computes)
+
+
 @pytest.fixture
 def clients(request):
     """``clients(cluster, url=None)``: RawClients on the cluster (or ``url``), closed after."""
@@ -109,11 +120,7 @@ def proxied(request, tmp_path, database):
 
 def test_broker_outage_calls_time_out_fast_and_every_service_reconnects(proxied, clients):
     cluster, proxy, direct_url = proxied
-    cluster.start_conductor(wait=False)
-    cluster.start_scheduler(workers=2, wait=False)
-    for host in ('c1', 'c2'):
-        cluster.start_compute(host, wait=False)
-    cluster.wait_ready('conductor', 'scheduler', 'c1', 'c2')
+    start_conductor_first(cluster, ['c1', 'c2'])
     client = clients(cluster, direct_url).client('scheduler', '4.5')
     wait_selectable(client, {'c1', 'c2'})
     pids = resilience.process_tree(cluster)
@@ -151,10 +158,7 @@ def test_broker_outage_calls_time_out_fast_and_every_service_reconnects(proxied,
 
 
 def test_killed_scheduler_worker_is_respawned_while_the_other_answers(cluster, clients):
-    cluster.start_conductor(wait=False)
-    cluster.start_scheduler(workers=2, wait=False)
-    cluster.start_compute('c1', wait=False)
-    cluster.wait_ready('conductor', 'scheduler', 'c1')
+    start_conductor_first(cluster, ['c1'])
     launcher = cluster.processes['scheduler'].pid
     client = clients(cluster, timeout=10).client('scheduler', '4.5')
     wait_selectable(client, {'c1'})
@@ -230,26 +234,23 @@ BUILD_CHECK_SPACING = 60
 def test_compute_killed_mid_build_leaves_no_instance_building_forever(cluster):
     """A build whose compute dies is ERROR once that compute is back; a build stuck on a
     live compute is timed out by ``instance_build_timeout`` with a fault saying so."""
-    cluster.start_conductor(wait=False)
-    cluster.start_scheduler(workers=1, wait=False)
-    cluster.start_compute('small', memory_mb=2048, wait=False,
-                          conf={'fake_driver': {'spawn_delay_seconds': 30}})
-    cluster.wait_ready('conductor', 'scheduler', 'small')
+    # Both computes from the start: the minute before big's first build check runs while
+    # the rest is set up. Big's builds take longer than its instance_build_timeout; its
+    # memory (ratio 1.0) holds one "large" instance and nothing beside it.
+    start_conductor_first(cluster, ['small', 'big'], scheduler_workers=1, compute_conf={
+        'small': {'memory_mb': 2048, 'conf': {'fake_driver': {'spawn_delay_seconds': 30}}},
+        'big': {'memory_mb': 4096 + 512, 'conf': {
+            'DEFAULT': {'instance_build_timeout': 5, 'ram_allocation_ratio': 1.0},
+            'fake_driver': {'spawn_delay_seconds': 3 * BUILD_CHECK_SPACING}}}})
     cluster.run_manage('flavor', 'create', 'tiny', '--ram', 512, '--vcpus', 1, '--disk', 1)
     cluster.run_manage('flavor', 'create', 'large', '--ram', 4096, '--vcpus', 1, '--disk', 1)
-    _wait_nodes(cluster, 1)
-    killed = _boot(cluster, 'tiny')   # only "small" runs: it lands there
-    _wait_state(cluster, killed, lambda i: i['host'] == 'small' and
-                i['task_state'] == 'spawning', 'building on small')
-
-    # A second compute whose builds take longer than its instance_build_timeout.
-    cluster.start_compute('big', memory_mb=8192, conf={
-        'DEFAULT': {'instance_build_timeout': 5},
-        'fake_driver': {'spawn_delay_seconds': 3 * BUILD_CHECK_SPACING}})
     _wait_nodes(cluster, 2)
-    slow = _boot(cluster, 'large')    # 4096 MB fits "big" only
+    slow = _boot(cluster, 'large')    # 4096 MB fits "big" only (small: 2048 x 1.5 - 512)
     _wait_state(cluster, slow, lambda i: i['host'] == 'big' and i['task_state'] == 'spawning',
                 'building on big')
+    killed = _boot(cluster, 'tiny')   # big is full: it lands on small
+    _wait_state(cluster, killed, lambda i: i['host'] == 'small' and
+                i['task_state'] == 'spawning', 'building on small')
 
     cluster.kill('small', signal.SIGKILL)
     assert _instance(cluster, killed)['vm_state'] == 'building'
