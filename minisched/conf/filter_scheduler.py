@@ -219,6 +219,7 @@ def enabled_filters(conf):
     if conf.placement.enabled:
         return names
     location = conf.get_location('enabled_filters', GROUP.name)
-    if location is None or location.location == cfg.Locations.opt_default:
+    if location is None or location.location in (cfg.Locations.opt_default,
+                                                  cfg.Locations.set_default):
         return list(LEGACY_FILTERS)
     return names

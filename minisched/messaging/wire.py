@@ -33,7 +33,8 @@ MINISCHED, NOVA = 'minisched', 'nova'
 #: here. tests/nova_compat/test_nova_wire.py checks, in a Nova process, that each
 #: exists in nova.exception and takes what is sent.
 NOVA_EXCEPTIONS = frozenset([
-    'NovaException', 'Invalid', 'NotFound', 'NotSupported', 'Forbidden', 'AdminRequired',
+    'NovaException', 'PlacementAPIConnectFailure', 'ResourceProviderAggregateRetrievalFailed',
+    'TooManyComputesForHost', 'Invalid', 'NotFound', 'NotSupported', 'Forbidden', 'AdminRequired',
     'InvalidRequest', 'ValidationError', 'InternalError', 'DBNotAllowed',
     'ObjectActionError', 'OrphanedObjectError', 'NoValidHost', 'MaxRetriesExceeded',
     'SelectionObjectsWithOldRPCVersionNotSupported', 'SchedulerHostFilterNotFound',

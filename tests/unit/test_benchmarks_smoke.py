@@ -57,7 +57,7 @@ class TestPipelineBenchSmoke(base.TestCase):
             path = os.path.join(directory, 'bench.csv')
             status = bench_main.main(['--sizes', '200', '--requests', '3', '--skip',
                                       'refresh,e2e,memory,build,build-wide,replay,wire-profile,'
-                                      'objects',
+                                      'objects,placement',
                                       '--csv', path],
                                      stdout=out)
             with open(path, newline='') as handle:
