@@ -1,5 +1,7 @@
 """Base class of unit tests: isolated config with ``self.flags``, objects registered."""
 import importlib
+import os
+import tempfile
 import unittest
 from unittest import mock
 
@@ -9,6 +11,7 @@ from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel
 
 from minisched import conf as _conf  # noqa: F401  (registers every option)
+from minisched.conf import opts as conf_opts
 from minisched import monkey_patch
 from minisched import objects
 from minisched import rpc
@@ -43,6 +46,21 @@ class TestCase(unittest.TestCase):
         patcher = mock.patch.object(outages, 'OWN', outages.Outages())
         patcher.start()
         self.addCleanup(patcher.stop)
+
+    def private_conf(self, text=''):
+        """A ConfigOpts of this test's own with every minisched option, reading ``text`` as
+        its one config file (as a service parses its files)."""
+        fd, path = tempfile.mkstemp(suffix='.conf')
+        self.addCleanup(os.unlink, path)
+        with os.fdopen(fd, 'w') as f:
+            f.write(text)
+        conf = cfg.ConfigOpts()
+        for module in conf_opts._MODULES:
+            module.register_opts(conf)
+        conf(['--config-file', path], project='minisched', default_config_files=[],
+             default_config_dirs=[])
+        self.addCleanup(conf.reset)
+        return conf
 
     def flags(self, group=None, **kw):
         """Override options for this test only."""

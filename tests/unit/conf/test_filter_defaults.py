@@ -1,13 +1,7 @@
 """Which filters run: Nova 34's list with Placement (the default), Ocata's without it while
 ``enabled_filters`` is unset, and a list the operator set as given on both paths. Each test
 reads a ConfigOpts of its own, parsed as a service parses its files."""
-import os
-import tempfile
-
-from oslo_config import cfg
-
 from minisched.conf import filter_scheduler as fs_conf
-from minisched.conf import opts as conf_opts
 from minisched.scheduler import host_manager
 from tests.unit import base
 
@@ -20,36 +14,23 @@ class TestEnabledFilters(base.TestCase):
         # option objects every ConfigOpts here shares.
         self.conf.clear_override('enabled', group='placement')
 
-    def _conf(self, text=''):
-        workdir = tempfile.TemporaryDirectory()
-        self.addCleanup(workdir.cleanup)
-        path = os.path.join(workdir.name, 'minisched.conf')
-        with open(path, 'w') as f:
-            f.write(text)
-        conf = cfg.ConfigOpts()
-        for module in conf_opts._MODULES:
-            module.register_opts(conf)
-        conf(['--config-file', path], project='minisched', default_config_files=[],
-             default_config_dirs=[])
-        return conf
-
     def _made(self, conf):
         return [type(f).__name__ for f in host_manager.HostManager(conf).enabled_filters]
 
     def test_placement_is_on_by_default(self):
-        conf = self._conf()
+        conf = self.private_conf()
         self.assertTrue(conf.placement.enabled)
         self.assertEqual(fs_conf.DEFAULT_FILTERS, fs_conf.enabled_filters(conf))
         self.assertEqual(fs_conf.DEFAULT_FILTERS, self._made(conf))
 
     def test_without_placement_the_unset_list_is_ocatas(self):
-        conf = self._conf('[placement]\nenabled = false\n')
+        conf = self.private_conf('[placement]\nenabled = false\n')
         self.assertEqual(fs_conf.LEGACY_FILTERS, fs_conf.enabled_filters(conf))
         self.assertEqual(fs_conf.LEGACY_FILTERS, self._made(conf))
 
     def test_a_list_set_in_a_file_is_used_on_both_paths(self):
         for enabled in ('true', 'false'):
-            conf = self._conf('[placement]\nenabled = %s\n[filter_scheduler]\n'
+            conf = self.private_conf('[placement]\nenabled = %s\n[filter_scheduler]\n'
                               'enabled_filters = ComputeFilter\n' % enabled)
             self.assertEqual(['ComputeFilter'], fs_conf.enabled_filters(conf))
             self.assertEqual(['ComputeFilter'], self._made(conf))
