@@ -5,6 +5,8 @@ from oslo_utils import timeutils
 from oslo_utils.fixture import uuidsentinel as uuids
 
 from minisched.conf import filter_scheduler as fs_conf
+from minisched import context
+from minisched import rpc
 from minisched.scheduler import filter_scheduler
 from minisched.scheduler import host_refresh
 from tests.unit import fakes
@@ -24,6 +26,17 @@ class NoRefresh(filter_scheduler.FilterScheduler):
 
     def _get_all_host_candidates(self, context, spec_obj):
         return self.pipeline.initial(context, spec_obj)
+
+
+def set_up(test, filters=True):
+    """A unit test's scheduler set-up for NUMA/PCI requests: RPC on the fake transport, the
+    PCI aliases and (``filters``) NUMA_FILTERS; returns an admin context."""
+    rpc.init(test.conf, url='fake://')
+    test.addCleanup(rpc.cleanup)
+    test.flags(group='pci', alias=PCI_ALIASES)
+    if filters:
+        test.flags(group='filter_scheduler', enabled_filters=NUMA_FILTERS)
+    return context.get_admin_context()
 
 
 def node_row(index, name, topology, pools, memory_mb=8192, vcpus=8):

@@ -31,11 +31,7 @@ class TestDryRun(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        rpc.init(self.conf, url='fake://')
-        self.addCleanup(rpc.cleanup)
-        self.flags(group='pci', alias=numa_hosts.PCI_ALIASES)
-        self.flags(group='filter_scheduler', enabled_filters=numa_hosts.NUMA_FILTERS)
-        self.ctxt = context.get_admin_context()
+        self.ctxt = numa_hosts.set_up(self)
         topology = fakes.fake_numa_topology(nodes=2, cpus_per_node=4)
         self.rows = [numa_hosts.node_row(n, 'host%d' % n, topology,
                                          [('8086', '1520', 0, 1), ('8086', '1520', 1, 2)])

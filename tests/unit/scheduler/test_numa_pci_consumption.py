@@ -16,9 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from oslo_utils.fixture import uuidsentinel as uuids
 
-from minisched import context
 from minisched import exception
-from minisched import rpc
 from minisched.scheduler import filter_scheduler
 from minisched.virt import hardware
 from tests.unit import base
@@ -111,10 +109,7 @@ class TestConsumptionAgainstNovasRule(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        rpc.init(self.conf, url='fake://')
-        self.addCleanup(rpc.cleanup)
-        self.flags(group='pci', alias=numa_hosts.PCI_ALIASES)
-        self.ctxt = context.get_admin_context()
+        self.ctxt = numa_hosts.set_up(self, filters=False)
 
     def _rows(self, hosts):
         rows = []

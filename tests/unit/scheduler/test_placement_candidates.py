@@ -11,8 +11,6 @@ import random
 from oslo_serialization import jsonutils
 from oslo_utils.fixture import uuidsentinel as uuids
 
-from minisched import context
-from minisched import rpc
 from minisched.scheduler import filter_scheduler
 from minisched.scheduler import filters
 from tests.unit import base
@@ -42,11 +40,7 @@ class TestPlacementCandidates(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        rpc.init(self.conf, url='fake://')
-        self.addCleanup(rpc.cleanup)
-        self.flags(group='pci', alias=numa_hosts.PCI_ALIASES)
-        self.flags(group='filter_scheduler', enabled_filters=numa_hosts.NUMA_FILTERS)
-        self.ctxt = context.get_admin_context()
+        self.ctxt = numa_hosts.set_up(self)
 
     def _scheduler(self, pipeline):
         rows = []
