@@ -3,6 +3,9 @@ import compileall
 import logging
 import os
 
+import pytest
+from oslo_config import cfg
+
 import minisched
 from minisched import monkey_patch
 
@@ -31,3 +34,21 @@ def pytest_configure(config):
     """
     if not hasattr(config, 'workerinput'):
         compileall.compile_dir(os.path.dirname(minisched.__file__), quiet=1)
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_option_locations():
+    """After each test, forget where an option's cleared override or default came from.
+
+    oslo.config records ``set_override``/``set_default`` as the option's location and keeps
+    that record after ``clear_override``, ``clear_default`` and ``reset`` (which drop the
+    value only); and every ConfigOpts registering one of minisched's module-level OptGroups
+    shares that group's option records (``register_group`` takes a shallow copy). A test
+    that once overrode ``[filter_scheduler] enabled_filters`` would leave the option "set"
+    for ``get_location`` in every later test of the process, and for the private ConfigOpts
+    those tests parse (``conf.filter_scheduler.enabled_filters`` reads "unset" from it).
+    """
+    yield
+    for info, _group in cfg.CONF._all_opt_infos():
+        if 'override' not in info and 'default' not in info:
+            info.pop('location', None)
