@@ -13,9 +13,9 @@ import functools
 import re
 import sys
 
+from cliff import columns
 from cliff import lister
 from cliff import show
-from osc_lib.cli import format_columns
 
 from minisched import exception
 
@@ -112,15 +112,45 @@ def fields(pairs):
     return tuple(name for name, _ in pairs), tuple(value for _, value in pairs)
 
 
+class _Properties(columns.FormattableColumn):
+    """osc-lib's ``DictColumn`` as ``openstack`` prints it, without importing osc-lib (whose
+    ``utils`` loads the OpenStack SDK: a second of every ``minisched-manage`` start)."""
+
+    def human_readable(self):
+        return ', '.join(_pairs(self._value))
+
+    def machine_readable(self):
+        return dict(self._value)
+
+
+def _pairs(mapping, prefix=''):
+    for key in sorted(mapping):
+        value = mapping[key]
+        if isinstance(value, dict):  # nested: dotted keys (an empty one an empty item),
+            yield ', '.join(_pairs(value, prefix + key + '.'))  # as osc-lib's format_dict
+        else:
+            yield '%s%s=%s' % (prefix, key, '' if value is None else "'%s'" % value)
+
+
+class _Items(columns.FormattableColumn):
+    """osc-lib's ``ListColumn`` (see :class:`_Properties`)."""
+
+    def human_readable(self):
+        return ', '.join(self._value)
+
+    def machine_readable(self):
+        return list(self._value)
+
+
 def properties(mapping):
     """Key-value properties as ``openstack`` shows them: ``a='1', b='2'`` in a table, an
     object in JSON or YAML."""
-    return format_columns.DictColumn(dict(mapping or {}))
+    return _Properties(dict(mapping or {}))
 
 
 def items(values):
     """A list as ``openstack`` shows it: ``a, b`` (sorted) in a table, a list in JSON."""
-    return format_columns.ListColumn(sorted(values or []))
+    return _Items(sorted(values or []))
 
 
 class _ActionSubParsersAction(argparse._SubParsersAction):
