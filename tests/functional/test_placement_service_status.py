@@ -78,6 +78,10 @@ def test_a_compute_that_is_down_gets_the_trait_when_it_starts(placement_cluster,
     cluster.start_compute('compute1', conf=HOURLY, **SIZES)
     base.wait_for(lambda: DISABLED in traits_of(client, 'compute1'), timeout=60,
                   message='COMPUTE_STATUS_DISABLED set by the restarted compute1')
-    # Up again: the enable goes through the compute at once.
-    cluster.run_manage('service', 'enable', 'compute1', 'minisched-compute')
+    # Up again once its first state report is in (Nova's servicegroup reads the report, not
+    # the process): the enable then goes through the compute at once.
+    base.wait_for(lambda: cluster.services()[('minisched-compute', 'compute1')]['state'] == 'up',
+                  timeout=60, message='compute1 up again in service list')
+    enabled = cluster.run_manage('service', 'enable', 'compute1', 'minisched-compute')
+    assert enabled.stderr == ''
     assert DISABLED not in traits_of(client, 'compute1')
