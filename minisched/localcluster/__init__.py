@@ -37,8 +37,10 @@ import time
 
 from minisched.messaging.bus_check import pika_parameters
 
-#: (vcpus, memory_mb, local_gb) of the fake computes, cycled: mixed sizes.
-COMPUTE_SIZES = ((4, 12288, 200), (8, 24576, 400), (16, 49152, 800))
+#: (vcpus, memory_mb, local_gb) of the fake computes, cycled: mixed sizes. Memory binds
+#: first at Placement's ratio of 1.0 (512 MB reserved); the first two computes hold six of the
+#: demo's flavors in whatever order the weighers spread them.
+COMPUTE_SIZES = ((4, 16384, 200), (8, 32768, 400), (16, 65536, 800))
 #: Flavors the demo boots, cycled: (name, memory_mb, vcpus, root_gb).
 DEMO_FLAVORS = (('m1.small', 2048, 1, 20), ('m1.medium', 4096, 2, 40), ('m1.large', 8192, 4, 80))
 SERVICES_FILE = 'cluster.json'
@@ -405,6 +407,7 @@ class LocalCluster:
                                % exc)
         self.placement_server = server
         self.procs['placement'] = server.proc
+        self._save_pids()
         self.say('  Placement: %s' % server.url)
 
     def stop_placement(self):
@@ -423,12 +426,25 @@ class LocalCluster:
         self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
 
-    def start_processes(self):
+    def start_processes(self, timeout=90):
+        """Spawn the services, the computes once the conductor's record is up: a compute
+        pings the conductor as it starts and waits 10 s for each unanswered ping (Nova's
+        ``wait_until_ready``), and a ping sent before the conductor declared its queue is
+        lost. Each PID is saved as soon as it runs, so that ``down`` stops whatever an
+        interrupted ``up`` had started."""
         self._spawn('conductor', 'conductor')
         self._spawn('scheduler', 'scheduler')
+        self._save_pids()
+        deadline = time.monotonic() + timeout
+        while 'conductor' not in self._up_services():
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError('minisched-conductor not up after %d s; see %s' % (
+                    timeout, os.path.join(self.state_dir, 'conductor.log')))
+            time.sleep(0.2)
         for name in self.compute_names():
             self._spawn(name, 'compute', self.compute_config(name))
-        self._save_pids()
+            self._save_pids()
 
     def _save_pids(self, pids=None):
         pids = dict(pids or {name: proc.pid for name, proc in self.procs.items()})

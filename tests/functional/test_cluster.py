@@ -62,7 +62,7 @@ def test_demo_on_rabbitmq_boots_and_stops(tmp_path, transport_url):
                      r'ImagePropertiesFilter, ServerGroupAntiAffinityFilter, '
                      r'ServerGroupAffinityFilter; weighers .*RAMWeigher x1[,; ]',
                      result.stdout, re.MULTILINE), result.stdout
-    assert re.search(r'^\| compute1 +\| \d+/4 \(x4 = 16\) +\| \d+/12288 \(x1 = 12288\) ',
+    assert re.search(r'^\| compute1 +\| \d+/4 \(x4 = 16\) +\| \d+/16384 \(x1 = 16384\) ',
                      result.stdout, re.MULTILINE), result.stdout
     allocated = dict(re.findall(r'^\| (demo-\d+) +\| (compute\d) +\| DISK_GB=\d+, '
                                 r'MEMORY_MB=\d+, VCPU=\d \|$', result.stdout, re.MULTILINE))
@@ -91,7 +91,7 @@ def test_demo_falls_back_to_fake_transport_and_runs_without_placement(tmp_path):
     assert not (state_dir / 'placement.log').exists()
     assert re.search(r'^Scheduler: filters RetryFilter, AvailabilityZoneFilter, RamFilter, '
                      r'DiskFilter, ', result.stdout, re.MULTILINE), result.stdout
-    assert re.search(r'^\| compute1 +\| \d+/4 \(x16 = 64\) +\| \d+/12288 \(x1\.5 = 18432\) ',
+    assert re.search(r'^\| compute1 +\| \d+/4 \(x16 = 64\) +\| \d+/16384 \(x1\.5 = 24576\) ',
                      result.stdout, re.MULTILINE), result.stdout
 
 

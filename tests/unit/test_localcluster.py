@@ -90,7 +90,7 @@ def test_the_in_process_config_logs_to_a_file_and_sizes_the_computes(tmp_path):
                          'state_path = %s' % cluster.state_dir]
     assert 'transport_url = fake://' in lines
     assert lines[-2:] == ['[fake_driver]',
-                          'host_sizes = compute1:4/12288/200,compute2:8/24576/400']
+                          'host_sizes = compute1:4/16384/200,compute2:8/32768/400']
 
 
 def test_the_sqlite_databases_are_private_from_their_creation(tmp_path, umask_022,
