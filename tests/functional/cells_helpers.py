@@ -138,6 +138,13 @@ class Deployment:
         processes = [p for cluster in self.clusters.values() for p in cluster.processes.values()]
         base.Cluster._stop(processes, base.STOP_TIMEOUT)
 
+    def kill_all(self):
+        """Teardown: end the client, SIGKILL the services of every cell (``Cluster.kill_all``)."""
+        if self.client is not None:
+            self.client.end_input()
+        for cluster in self.clusters.values():
+            cluster.kill_all()
+
 
 def make_deployment(request, tmp_path, transport_urls, backends):
     """A Deployment with synced, empty databases and no cell mapping or service yet.
@@ -164,12 +171,12 @@ def make_deployment(request, tmp_path, transport_urls, backends):
         request.node.minisched_clusters = (getattr(request.node, 'minisched_clusters', []) +
                                            [cluster])
         request.addfinalizer(cluster.cleanup_broker)
-        request.addfinalizer(cluster.stop_all)
+        request.addfinalizer(cluster.kill_all)
         dep.clusters[cell] = cluster
     dep.client = SchedulerClient(dep.main.conf_file, tmp_path / 'select-client.log')
     request.addfinalizer(dep.client.close)
-    # Runs first: the clusters' own stop_all then finds their processes already stopped.
-    request.addfinalizer(dep.stop_all)
+    # Runs first: the clusters' own kill_all then finds their processes already gone.
+    request.addfinalizer(dep.kill_all)
     return dep
 
 

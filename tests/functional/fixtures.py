@@ -10,8 +10,9 @@
     parametrization: ``@pytest.mark.parametrize('database', BACKENDS, indirect=True)``.
 ``cluster``
     A ``base.Cluster`` in the test's ``tmp_path`` with both schemas created and no service
-    started yet. Whatever the outcome, every process it started is stopped and its exchange and
-    queues are deleted when the test ends; a failed test's report shows the tail of each log.
+    started yet. Whatever the outcome, every process it started is killed
+    (``Cluster.kill_all``) and its exchange and queues are deleted when the test ends; a failed
+    test's report shows the tail of each log.
 """
 import pytest
 import sqlalchemy as sa
@@ -57,6 +58,6 @@ def cluster(request, tmp_path, transport_url, database):
     # Read by conftest's report hook, also when a later part of the setup fails.
     request.node.minisched_clusters = getattr(request.node, 'minisched_clusters', []) + [cluster]
     request.addfinalizer(cluster.cleanup_broker)
-    request.addfinalizer(cluster.stop_all)  # finalizers run last-in first-out
+    request.addfinalizer(cluster.kill_all)  # finalizers run last-in first-out
     cluster.sync_db()
     return cluster

@@ -73,6 +73,6 @@ def placement_cluster(request, tmp_path, transport_url, database, placement_serv
     cluster.placement_server = placement_server
     request.node.minisched_clusters = getattr(request.node, 'minisched_clusters', []) + [cluster]
     request.addfinalizer(cluster.cleanup_broker)
-    request.addfinalizer(cluster.stop_all)
+    request.addfinalizer(cluster.kill_all)
     cluster.sync_db()
     return cluster

@@ -189,7 +189,7 @@ def make_cluster(request, tmp_path, transport_url, db_url, shared_vhost=False, *
     request.node.minisched_clusters = getattr(request.node, 'minisched_clusters', []) + [cluster]
     if shared_vhost:
         request.addfinalizer(cluster.cleanup_broker)
-    request.addfinalizer(cluster.stop_all)  # finalizers run last-in first-out
+    request.addfinalizer(cluster.kill_all)  # finalizers run last-in first-out
     cluster.sync_db()
     return cluster
 

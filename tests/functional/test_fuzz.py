@@ -178,7 +178,7 @@ def fuzz_module(request, tmp_path_factory):
                                  'oslo_messaging_rabbit': {
                                      'kombu_missing_consumer_retry_timeout':
                                      ORPHAN_REPLY_TIMEOUT}})
-    request.addfinalizer(cluster.stop_all)
+    request.addfinalizer(cluster.kill_all)
     cluster.sync_db()
     cluster.start_conductor()
     cluster.start_scheduler(workers=2)

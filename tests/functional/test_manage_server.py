@@ -42,7 +42,7 @@ def cluster(request, tmp_path, database):
     cluster = base.Cluster(tmp_path, url, database, own_vhost=True)
     # Read by conftest's report hook: a failed test shows the tail of each service log.
     request.node.minisched_clusters = getattr(request.node, 'minisched_clusters', []) + [cluster]
-    request.addfinalizer(cluster.stop_all)  # finalizers run last-in first-out
+    request.addfinalizer(cluster.kill_all)  # finalizers run last-in first-out
     cluster.sync_db()
     return cluster
 

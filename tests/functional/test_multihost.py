@@ -131,7 +131,7 @@ def cluster(request, tmp_path, lab, pg, rabbit):
                                  report_interval=REPORT_INTERVAL,
                                  service_down_time=SERVICE_DOWN_TIME)
     request.node.minisched_clusters = [cluster, rabbit]  # logs in a failure's report
-    request.addfinalizer(cluster.stop_all)
+    request.addfinalizer(cluster.kill_all)
     cluster.sync_db()
     cluster.run_manage('cell', 'map_cell0', '--database_connection', ns_url0)
     cluster.run_manage('cell', 'simple_cell_setup')

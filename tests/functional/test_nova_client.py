@@ -137,7 +137,7 @@ def deployment(tmp_path_factory):
         finalizers.append(drop_db)
         workdir = tmp_path_factory.mktemp('nova-profile')
         cluster = NovaProfileCluster(workdir, url, db_url, own_vhost=url != base.TRANSPORT_URL)
-        finalizers += [cluster.cleanup_broker, cluster.stop_all]
+        finalizers += [cluster.cleanup_broker, cluster.kill_all]
         cluster.sync_db()
         build_helpers.start(
             cluster, COMPUTES,

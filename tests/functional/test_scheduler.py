@@ -145,12 +145,12 @@ class Deployment:
             cluster, client = self.scheduler
             self.scheduler = None
             client.close()
-            cluster.stop_all()
+            cluster.kill_all()  # its queues go with it: nothing of it reaches the next test
             cluster.cleanup_broker()
 
     def stop(self):
         self.stop_scheduler()
-        self.computes.stop_all()
+        self.computes.kill_all()
         self.computes.cleanup_broker()
 
 
