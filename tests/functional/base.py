@@ -328,10 +328,13 @@ class Cluster:
     def _start(self, name, binary, topic, sections, ready_count, wait):
         assert name not in self.processes, 'a process named %s was already started' % name
         conductor = self.processes.get('conductor')
-        if binary == 'minisched-compute' and conductor and conductor.popen.poll() is None:
+        if binary == 'minisched-compute' and conductor:
             # A compute pings the conductor as it starts; a ping sent before the conductor
-            # declared its queue is lost, and the compute waits out a 10 s RPC timeout.
-            self.wait_ready('conductor')
+            # declared its queue is lost, and the compute waits out a 10 s RPC timeout. (A
+            # conductor that exits, as tests of bad settings want, is not waited for.)
+            wait_for(lambda: conductor.popen.poll() is not None or
+                     conductor.log().count(conductor.ready_line) >= conductor.ready_count,
+                     START_TIMEOUT, message='conductor to log %r' % conductor.ready_line)
         own_conf = self.write_conf(name, sections)
         host = sections.get('DEFAULT', {}).get('host') or socket.gethostname()
         log_path = os.path.join(self.workdir, name + '.log')
