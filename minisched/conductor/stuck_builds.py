@@ -42,6 +42,7 @@ import logging
 
 from oslo_utils import timeutils
 
+from minisched.conductor import db_errors
 from minisched import context as ms_context
 from minisched import exception
 from minisched.db import lazy
@@ -127,9 +128,24 @@ class StuckBuilds:
         return self.conf.conductor.stuck_build_timeout_seconds
 
     def run(self, context):
-        """One check of every cell and of the build requests; returns the uuids ended."""
+        """One check of every cell and of the build requests; returns the uuids ended.
+
+        A transient error of the API database (it restarts, a network cut) ends this check
+        with one warning; the next runs a period later. Any other error is the periodic
+        task's to report, with its traceback."""
         if self.timeout <= 0:
             return []
+        try:
+            return self._run(context)
+        except Exception as exc:
+            if not db_errors.is_transient(exc):
+                raise
+            LOG.warning('Could not check for stuck builds: the API database did not answer '
+                        '(%s); checking again in %d s', db_errors.reason(exc),
+                        check_spacing(self.timeout))
+            return []
+
+    def _run(self, context):
         ended = []
         cells = list(cell_mapping_obj.CellMappingList.get_all(context))
         for cell in [c for c in cells if not c.is_cell0()] or [None]:

@@ -3,6 +3,7 @@ import datetime
 from unittest import mock
 
 import sqlalchemy as sa
+from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
 from minisched.conductor import manager as conductor_manager
@@ -12,6 +13,7 @@ from minisched.db import engines
 from minisched import exception
 from minisched import objects
 from minisched.objects import instance_action
+from tests import local_ports
 from tests.unit import base
 from tests.unit import fakes
 from tests.unit import sqlite_databases
@@ -147,6 +149,32 @@ class TestStuckInstances(StuckBuildsTestCase):
         self._instance(base.uuids.stuck)
         self.assertEqual([], self.checker.run(self.ctxt))
         self.assertEqual('building', self._get(base.uuids.stuck).vm_state)
+
+    def test_an_api_database_that_does_not_answer_ends_the_check_with_one_warning(self):
+        self._instance(base.uuids.stuck)
+        self._point_api_database_at('postgresql+psycopg2://u:p@127.0.0.1:%d/api'
+                                    % local_ports.closed_port())
+        with self.assertLogs(stuck_builds.LOG, 'WARNING') as logs:
+            self.assertEqual([], self.checker.run(self.ctxt))
+        self.assertEqual(1, len(logs.records))
+        message = logs.records[0].getMessage()
+        self.assertIn('Could not check for stuck builds: the API database did not answer '
+                      '(OperationalError: ', message)
+        self.assertIn('checking again in 60 s', message)
+        self.assertIsNone(logs.records[0].exc_info)
+        self.assertEqual('building', self._get(base.uuids.stuck).vm_state)
+
+    def test_an_api_database_without_its_schema_is_the_periodic_tasks_to_report(self):
+        empty = self.new_cell_database('empty-api')
+        with sa.create_engine(empty).begin() as conn:
+            conn.execute(sa.text('DROP TABLE IF EXISTS cell_mappings'))
+        self._point_api_database_at(empty)
+        self.assertRaises(db_exc.DBNonExistentTable, self.checker.run, self.ctxt)
+
+    def _point_api_database_at(self, url):
+        self.flags(group='api_database', connection=url, max_retries=0)
+        engines.dispose_all()
+        engines.configure(self.conf)
 
     def test_check_spacing_follows_the_bound(self):
         self.assertEqual([-1, 1, 5, 60, 60],
@@ -296,3 +324,4 @@ class TestCells(StuckBuildsTestCase):
         self._request(base.uuids.placed, mapped_to=self.cell1)
         self.assertEqual([], self.checker.run(self.ctxt))
         objects.BuildRequest.get_by_instance_uuid(self.ctxt, base.uuids.placed)
+
