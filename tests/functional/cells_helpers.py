@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import select
-import socket
 import subprocess
 import sys
 
@@ -179,12 +178,6 @@ def make_deployment(request, tmp_path, transport_urls, backends):
     request.addfinalizer(dep.kill_all)
     return dep
 
-
-def closed_port():
-    """A local TCP port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 # -- select_destinations in a child interpreter -----------------------------------------------

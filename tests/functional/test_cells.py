@@ -13,6 +13,7 @@ import os
 import pytest
 import sqlalchemy as sa
 
+from tests import local_ports
 from tests.functional import base
 from tests.functional import cells_helpers
 from tests.functional import db_fixtures
@@ -199,7 +200,7 @@ def test_cell_whose_database_does_not_answer_is_skipped_while_the_other_schedule
     dep = deployment(request, tmp_path, transport_url, cell2_transport_url, cell2=cell2_db,
                      cell1='sqlite')
     # cell3's database (and message queue) is a closed port from the start.
-    port = cells_helpers.closed_port()
+    port = local_ports.closed_port()
     start_two_cells(dep, cell3=('postgresql+psycopg2://minisched@127.0.0.1:%d/cell3' % port,
                                 'rabbit://minisched:secret@127.0.0.1:%d/' % port))
     uuids = dep.cell_uuids

@@ -7,11 +7,11 @@ landed and why, every reschedule, and a second demo that starts as clean as the 
 import os
 import re
 import shutil
-import socket
 import subprocess
 
 import pytest
 
+from tests import local_ports
 from tests.functional import base
 
 pytestmark = [pytest.mark.functional, pytest.mark.timeout(480)]
@@ -36,11 +36,6 @@ def _landed(output):
     return dict(re.findall(r'^\| (demo-\d+) +\| \S+ +\| (\S+) +\| active +\|$', output,
                            re.MULTILINE))
 
-
-def _closed_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]  # nothing listens once the socket is closed
 
 
 def test_demo_on_rabbitmq_boots_and_stops(tmp_path, transport_url):
@@ -96,7 +91,7 @@ def test_demo_falls_back_to_fake_transport_and_runs_without_placement(tmp_path):
 
 
 def _fake_url():
-    return 'rabbit://guest:guest@127.0.0.1:%d/' % _closed_port()
+    return 'rabbit://guest:guest@127.0.0.1:%d/' % local_ports.closed_port()
 
 
 def test_a_second_demo_starts_as_clean_as_the_first(tmp_path):

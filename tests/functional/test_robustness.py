@@ -20,7 +20,6 @@ import json
 import os
 import re
 import signal
-import socket
 import ssl
 import time
 import uuid
@@ -30,6 +29,7 @@ import pytest
 import sqlalchemy as sa
 
 from minisched import rpc
+from tests import local_ports
 from tests.functional import base
 from tests.functional import fuzz_strategies as fs
 from tests.functional import private_broker as pb
@@ -41,11 +41,6 @@ pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
 #: Endpoint version of each topic (the version of the malformed messages sent to it).
 VERSIONS = {'conductor': '3.0', 'scheduler': '4.5', 'compute': '5.0'}
 
-
-def _closed_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]  # nothing listens once the socket is closed
 
 
 def _lines(log, text):
@@ -86,7 +81,8 @@ def test_conductor_waits_for_its_database_in_the_parent_then_starts(cluster):
 
 
 def test_sigterm_while_waiting_for_the_database_exits_0_at_once(tmp_path, transport_url):
-    db_url = 'postgresql+psycopg2://minisched:s3cret@127.0.0.1:%d/minisched' % _closed_port()
+    db_url = ('postgresql+psycopg2://minisched:s3cret@127.0.0.1:%d/minisched'
+              % local_ports.closed_port())
     cluster = base.Cluster(tmp_path, transport_url, db_url)
     try:
         process = cluster.start_scheduler(workers=2, wait=False)

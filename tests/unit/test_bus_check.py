@@ -4,18 +4,13 @@ Real pika connections to a port where nothing listens (connection refused, no br
 needed) and a real SQLite API database holding the cell mappings.
 """
 import logging
-import socket
 
 from minisched.messaging import bus_check
 from minisched.objects import cell_mapping
+from tests import local_ports
 from tests.unit import base
 from tests.unit import sqlite_databases
 
-
-def _closed_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]  # nothing listens once the socket is closed
 
 
 class TestUnreachableCells(sqlite_databases.SqliteDatabases, base.TestCase):
@@ -23,7 +18,7 @@ class TestUnreachableCells(sqlite_databases.SqliteDatabases, base.TestCase):
     def setUp(self):
         super().setUp()
         self.use_databases()
-        self.nowhere = 'rabbit://guest:secret@127.0.0.1:%d/gone' % _closed_port()
+        self.nowhere = 'rabbit://guest:secret@127.0.0.1:%d/gone' % local_ports.closed_port()
         for uuid, name, url, disabled in (
                 (cell_mapping.CellMapping.CELL0_UUID, 'cell0', 'none:///', False),
                 (base.uuidsentinel.cell1, 'cell1', self.nowhere, False),

@@ -5,7 +5,6 @@ oslo.messaging's own call would hang, reconnecting under its connection lock, un
 appears), and the in-memory fake driver (a reachable "broker" with nobody answering).
 """
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -15,13 +14,8 @@ import oslo_messaging as messaging
 
 from minisched import context
 from minisched import rpc
+from tests import local_ports
 from tests.unit import base
-
-
-def _closed_port():
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]  # closed again when the with-block ends
 
 
 class _Echo:
@@ -98,7 +92,7 @@ class TestDeadline(base.TestCase):
         return time.monotonic() - start, str(raised.exception)
 
     def test_unreachable_broker_fails_the_call_at_its_timeout(self):
-        port = _closed_port()
+        port = local_ports.closed_port()
         elapsed, error, message = _call_in_child('rabbit://guest:guest@127.0.0.1:%d/' % port,
                                                  timeout=2)
         self.assertEqual('MessagingTimeout', error, message)
@@ -106,7 +100,7 @@ class TestDeadline(base.TestCase):
         self.assertIn('127.0.0.1:%d is unreachable' % port, message)
 
     def test_call_monitor_timeout_bounds_the_wait_for_an_unreachable_broker(self):
-        port = _closed_port()
+        port = local_ports.closed_port()
         elapsed, error, message = _call_in_child('rabbit://guest:guest@127.0.0.1:%d/' % port,
                                                  timeout=600, call_monitor_timeout=1)
         self.assertEqual('MessagingTimeout', error, message)
@@ -114,7 +108,7 @@ class TestDeadline(base.TestCase):
         self.assertIn('unreachable', message)
 
     def test_reconnect_retries_follow_the_rabbit_backoff(self):
-        rpc.init(self.conf, url='rabbit://guest:guest@127.0.0.1:%d/' % _closed_port())
+        rpc.init(self.conf, url='rabbit://guest:guest@127.0.0.1:%d/' % local_ports.closed_port())
         self.addCleanup(rpc.cleanup)  # the driver registers its options
         self.flags(group='oslo_messaging_rabbit', rabbit_retry_interval=1,
                    rabbit_retry_backoff=2, rabbit_interval_max=30)
