@@ -91,7 +91,7 @@ Shortest wait, in milliseconds, of a service's listeners on the message bus
 before they look up from an empty queue.
 
 A listener waits for the next message with a timeout that starts at this
-value after each message and doubles up to 5 seconds while none comes;
+value after each message and doubles up to 1 second while none comes;
 each timeout wakes it, for nothing, through the AMQP client's retry and
 read machinery. A message that arrives wakes it at once whatever this is,
 so calls are not slowed; what waits up to this long is what the listener
@@ -99,12 +99,15 @@ does between messages: acknowledging the notifications it consumed, and
 seeing that it must stop. oslo.messaging's own value is 1 ms (its
 ``ACK_REQUEUE_EVERY_SECONDS_MIN``, which this sets); with 50, a deployment
 of 100 fake computes, a conductor and a scheduler used a third less CPU
-while idle (state reports and periodic tasks only).
+while idle (state reports and periodic tasks only). The 1 second ceiling
+is minisched's (oslo.messaging's is 5 seconds): a service on SIGTERM waits
+out each listener's current timeout, so it stops in about a second rather
+than in up to 5 seconds per RPC server.
 
 Possible values:
 
 * 1: oslo.messaging's own behaviour
-* Up to 5000 (the longest wait)"""),
+* Up to 5000; above 1000 the wait is the ceiling's, 1 second"""),
     cfg.StrOpt('wire_profile', default='minisched', choices=[
         ('minisched', "minisched's own: exchange ``minisched``, durable topic queues and "
                       "exchanges, ``minisched_object.*`` primitives, errors from "

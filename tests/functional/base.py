@@ -385,9 +385,9 @@ class Cluster:
     def kill_all(self):
         """Teardown: SIGKILL every service's session (forked workers with it) and reap it.
 
-        A graceful stop waits for each RPC listener's poll (up to 5 s in oslo.messaging,
-        one listener after the other): seconds per test that say nothing once the test is
-        over. Tests of a clean stop call :meth:`stop` or :meth:`stop_all` themselves; the
+        A graceful stop waits out each RPC listener's poll, one after the other (up to 1 s
+        each: ``minisched.messaging.incoming.POLL_CEILING_SECONDS``), seconds per test that
+        say nothing once the test is over. Tests of a clean stop call :meth:`stop` or :meth:`stop_all` themselves; the
         messages a killed service leaves unacknowledged go with its queues
         (:meth:`cleanup_broker`)."""
         for process in self.processes.values():

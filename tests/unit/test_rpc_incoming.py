@@ -318,11 +318,17 @@ def test_a_large_message_is_cleared_after_dispatch_and_collected(monkeypatch):
 def test_init_sets_the_listeners_poll_floor(monkeypatch, caplog):
     from oslo_messaging._drivers import amqpdriver
     monkeypatch.setattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN', 0.001)
+    monkeypatch.setattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MAX', 5.0)
     conf = cfg.ConfigOpts()
     conf.register_opt(cfg.IntOpt('rpc_poll_floor_ms', default=20))
     conf([], default_config_files=[], default_config_dirs=[])
     rpc_incoming._set_poll_floor(conf)
     assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == 0.02
+    # The longest wait, which a stopping service waits out per listener: 1 s, not 5.
+    assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MAX == rpc_incoming.POLL_CEILING_SECONDS == 1.0
+    conf.set_override('rpc_poll_floor_ms', 3000)
+    rpc_incoming._set_poll_floor(conf)
+    assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == 1.0
     rpc_incoming._set_poll_floor(cfg.ConfigOpts())  # not registered: the default
     assert amqpdriver.ACK_REQUEUE_EVERY_SECONDS_MIN == rpc_incoming.DEFAULT_POLL_FLOOR_MS / 1e3
     # An oslo.messaging without the constant: nothing set, and a warning says so.
