@@ -42,7 +42,6 @@ import logging
 
 from oslo_utils import timeutils
 
-from minisched.conductor import db_errors
 from minisched import context as ms_context
 from minisched import exception
 from minisched.db import lazy
@@ -58,6 +57,8 @@ from minisched.scheduler.client import query
 from minisched import servicegroup
 
 api_db = lazy.module('minisched.db.api.api')
+#: Loaded on first use: a compute imports this module, and it has no database stack.
+db_errors = lazy.module('minisched.conductor.db_errors')
 
 LOG = logging.getLogger(__name__)
 
