@@ -141,10 +141,14 @@ class Fuzz:
 
     def casts_logged(self, names, request_ids, timeout=30, quiet=2):
         """{request id: logged?} once every id is logged, or the logs of ``names`` have
-        been quiet for ``quiet`` seconds (the casts were consumed), or after ``timeout``."""
+        said nothing more of the casts for ``quiet`` seconds (they were consumed), or after
+        ``timeout``. What they say of the casts: their request ids and the markers of a
+        dropped message; the services' periodic debug lines (every second) do not count."""
         def logged():
             text = ''.join(self.cluster.log(name) for name in names)
-            return len(text), {rid: rid in text for rid in request_ids}
+            said = (sum(text.count(rid) for rid in request_ids) +
+                    sum(text.count(marker) for marker in LOG_MARKERS))
+            return said, {rid: rid in text for rid in request_ids}
         deadline = time.monotonic() + timeout
         size, seen = logged()
         quiet_since = time.monotonic()
