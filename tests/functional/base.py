@@ -387,9 +387,9 @@ class Cluster:
 
         A graceful stop waits out each RPC listener's poll, one after the other (up to 1 s
         each: ``minisched.messaging.incoming.POLL_CEILING_SECONDS``), seconds per test that
-        say nothing once the test is over. Tests of a clean stop call :meth:`stop` or :meth:`stop_all` themselves; the
-        messages a killed service leaves unacknowledged go with its queues
-        (:meth:`cleanup_broker`)."""
+        say nothing once the test is over. Tests of a clean stop call :meth:`stop` or
+        :meth:`stop_all` themselves; the messages a killed service leaves unacknowledged go
+        with its queues (:meth:`cleanup_broker`)."""
         for process in self.processes.values():
             if process.popen.poll() is None:
                 _killpg(process.pid)
