@@ -7,6 +7,8 @@ show the earlier run's instances as running. What is checked is the broker's sid
 clusters run without Placement (``--no-placement``; each Placement is on a port of its own,
 and test_cluster.py runs the demo with one).
 """
+import json
+import os
 import re
 import subprocess
 
@@ -136,3 +138,43 @@ def test_a_busy_vhost_is_refused_status_and_reuse(tmp_path, transport_url):
         down = _cluster_cmd('down', '--purge', '--state-dir', str(state))
     assert down.returncode == 0, down.stdout + down.stderr
     assert not state.exists()
+
+
+def test_down_stops_what_an_up_killed_mid_start_had_started(tmp_path):
+    """``up`` records each process as it starts it: SIGKILLed right after it started
+    Placement (before any service), it leaves that Placement running, and ``down`` stops it
+    and deletes the vhost ``up`` made (before, the Placement was recorded with the services
+    only, and stayed)."""
+    base.check_rabbit(base.TRANSPORT_URL)
+    if broker.rabbitmqctl_for(base.TRANSPORT_URL) is None:
+        pytest.skip('minisched-cluster makes vhosts with a local rabbitmqctl only')
+    state = tmp_path / 'killed'
+    up = subprocess.Popen([base.script('minisched-cluster'), 'up', '--detach', '--state-dir',
+                           str(state), '--computes', '2'],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in up.stdout:
+        seen.append(line)
+        if line.startswith('  Placement: http'):
+            break
+    up.kill()
+    up.wait(timeout=30)
+    recorded = json.loads((state / 'cluster.json').read_text())
+    vhost = re.search(r'vhost (minisched-cluster-\w+)', ''.join(seen)).group(1)
+    try:
+        assert list(recorded) == ['placement'], ''.join(seen)
+        assert _alive(recorded['placement'])
+    finally:
+        down = _cluster_cmd('down', '--state-dir', str(state))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert 'Stopped 1 service(s).' in down.stdout, down.stdout
+    assert not _alive(recorded['placement'])
+    assert vhost not in _vhosts()
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
