@@ -117,9 +117,20 @@ def _start_bench(tmp_path):
     return bench, tag
 
 
-def _delete_vhost(pid):
-    subprocess.run(['rabbitmqctl', '-q', 'delete_vhost', 'minisched-bench-%d' % pid],
-                   capture_output=True, timeout=60)
+def _bench_vhosts(pid):
+    """The vhosts of bench ``pid`` on the broker (``benchmarks.cluster.vhost``:
+    ``minisched-bench-<pid>[-<bench>]``)."""
+    listed = subprocess.run(['rabbitmqctl', '-q', 'list_vhosts'], capture_output=True,
+                            text=True, timeout=60).stdout.split()
+    prefix = 'minisched-bench-%d' % pid
+    return [name for name in listed if name == prefix or name.startswith(prefix + '-')]
+
+
+def _delete_vhosts(pid):
+    """Delete what a bench killed with SIGKILL could not."""
+    for name in _bench_vhosts(pid):
+        subprocess.run(['rabbitmqctl', '-q', 'delete_vhost', name], capture_output=True,
+                       timeout=60)
 
 
 @pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
@@ -133,10 +144,13 @@ def test_stopped_bench_leaves_no_process_behind(tmp_path, signum):
         # SIGKILL: the kernel's parent-death signal; SIGTERM: the bench's own clean-up.
         _wait(lambda: not _tagged(tag) and not any(_alive(pid) for pid in watched), 30,
               'every child of the bench to be gone')
+        left = _bench_vhosts(bench.pid)
     finally:
         for pid in set(_tagged(tag)) | {pid for pid in watched if _alive(pid)}:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        _delete_vhost(bench.pid)
+        _delete_vhosts(bench.pid)
+    assert not _bench_vhosts(bench.pid)
     if signum == signal.SIGTERM:
         assert bench.returncode == 128 + signal.SIGTERM
+        assert left == []  # the bench deleted its own
