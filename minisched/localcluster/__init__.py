@@ -435,13 +435,7 @@ class LocalCluster:
         self._spawn('conductor', 'conductor')
         self._spawn('scheduler', 'scheduler')
         self._save_pids()
-        deadline = time.monotonic() + timeout
-        while 'conductor' not in self._up_services():
-            self._check_alive()
-            if time.monotonic() > deadline:
-                raise RuntimeError('minisched-conductor not up after %d s; see %s' % (
-                    timeout, os.path.join(self.state_dir, 'conductor.log')))
-            time.sleep(0.2)
+        self.wait_until_up(timeout, names=['conductor'], report=False)
         for name in self.compute_names():
             self._spawn(name, 'compute', self.compute_config(name))
             self._save_pids()
@@ -459,9 +453,10 @@ class LocalCluster:
         names = ['conductor', 'scheduler'] + self.compute_names()
         self._save_pids({name: os.getpid() for name in names})
 
-    def wait_until_up(self, timeout=90):
-        """Poll the service records, printing which services are up and which wait."""
-        expected = ['conductor', 'scheduler'] + self.compute_names()
+    def wait_until_up(self, timeout=90, names=None, report=True):
+        """Poll the service records until ``names`` (default: every service) are up,
+        printing which are up and which wait (``report``)."""
+        expected = names or ['conductor', 'scheduler'] + self.compute_names()
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
@@ -469,14 +464,14 @@ class LocalCluster:
             up = self._up_services()
             status = ', '.join('%s %s' % (name, 'up' if name in up else 'waiting')
                                for name in expected)
-            if status != last:
+            if report and status != last:
                 self.say('  services: %s' % status)
                 last = status
             if all(name in up for name in expected):
                 return
-            time.sleep(0.5)
-        raise RuntimeError('services not up after %d s; logs are in %s' % (timeout,
-                                                                          self.state_dir))
+            time.sleep(0.5 if report else 0.2)
+        raise RuntimeError('%s not up after %d s; logs are in %s' % (
+            'services' if names is None else ', '.join(names), timeout, self.state_dir))
 
     def _check_alive(self):
         for name, proc in self.procs.items():
