@@ -134,6 +134,13 @@ def _rabbitmqctl(transport_url):
     return None
 
 
+def vhosts():
+    """The names of the local broker's vhosts (``rabbitmqctl list_vhosts``)."""
+    out = subprocess.run(['rabbitmqctl', '-q', 'list_vhosts'], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    return {line.strip() for line in out.splitlines()}
+
+
 def make_vhost(transport_url):
     """A new vhost on the broker: ``(its transport URL, delete it)``.
 
@@ -214,6 +221,10 @@ class Process:
 
     def tail(self, lines=LOG_TAIL_LINES):
         return '\n'.join(self.log().splitlines()[-lines:])
+
+    def logged_ready(self):
+        """Whether it logged "<binary> ready" once per worker."""
+        return self.log().count(self.ready_line) >= self.ready_count
 
 
 class Cluster:
@@ -332,8 +343,7 @@ class Cluster:
             # A compute pings the conductor as it starts; a ping sent before the conductor
             # declared its queue is lost, and the compute waits out a 10 s RPC timeout. (A
             # conductor that exits, as tests of bad settings want, is not waited for.)
-            wait_for(lambda: conductor.popen.poll() is not None or
-                     conductor.log().count(conductor.ready_line) >= conductor.ready_count,
+            wait_for(lambda: conductor.popen.poll() is not None or conductor.logged_ready(),
                      START_TIMEOUT, message='conductor to log %r' % conductor.ready_line)
         own_conf = self.write_conf(name, sections)
         host = sections.get('DEFAULT', {}).get('host') or socket.gethostname()
@@ -364,7 +374,7 @@ class Cluster:
                 if process.popen.poll() is not None:
                     raise AssertionError('%s exited with %s before it was ready:\n%s' % (
                         name, process.popen.returncode, process.tail()))
-                return process.log().count(process.ready_line) >= process.ready_count
+                return process.logged_ready()
             wait_for(ready, timeout, message='%s to log %r' % (name, process.ready_line))
 
     def kill(self, name, sig=signal.SIGKILL):

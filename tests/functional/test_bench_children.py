@@ -120,10 +120,8 @@ def _start_bench(tmp_path):
 def _bench_vhosts(pid):
     """The vhosts of bench ``pid`` on the broker (``benchmarks.cluster.vhost``:
     ``minisched-bench-<pid>[-<bench>]``)."""
-    listed = subprocess.run(['rabbitmqctl', '-q', 'list_vhosts'], capture_output=True,
-                            text=True, timeout=60).stdout.split()
     prefix = 'minisched-bench-%d' % pid
-    return [name for name in listed if name == prefix or name.startswith(prefix + '-')]
+    return [name for name in base.vhosts() if name == prefix or name.startswith(prefix + '-')]
 
 
 def _delete_vhosts(pid):

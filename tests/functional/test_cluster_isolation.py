@@ -43,12 +43,6 @@ def _rows(path, query):
         engine.dispose()
 
 
-def _vhosts():
-    out = subprocess.run(['rabbitmqctl', '-q', 'list_vhosts'], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
-    return {line.strip() for line in out.splitlines()}
-
-
 def test_two_demos_at_once_each_on_a_vhost_of_its_own(tmp_path, monkeypatch):
     base.check_rabbit(base.TRANSPORT_URL)
     if broker.rabbitmqctl_for(base.TRANSPORT_URL) is None:
@@ -67,7 +61,7 @@ def test_two_demos_at_once_each_on_a_vhost_of_its_own(tmp_path, monkeypatch):
     vhosts = {name: re.search(r'on vhost (minisched-cluster-\w+) of its own', out).group(1)
               for name, out in outputs.items()}
     assert vhosts['a'] != vhosts['b']
-    assert not set(vhosts.values()) & _vhosts()  # deleted when each demo stopped
+    assert not set(vhosts.values()) & base.vhosts()  # deleted when each demo stopped
     for name, (computes, instances) in sizes.items():
         cell = tmp_path / name / 'minisched.sqlite'
         hosts = sorted(row[0] for row in _rows(
@@ -169,7 +163,7 @@ def test_down_stops_what_an_up_killed_mid_start_had_started(tmp_path):
     assert down.returncode == 0, down.stdout + down.stderr
     assert 'Stopped 1 service(s).' in down.stdout, down.stdout
     assert not _alive(recorded['placement'])
-    assert vhost not in _vhosts()
+    assert vhost not in base.vhosts()
 
 
 def _alive(pid):
