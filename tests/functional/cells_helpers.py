@@ -179,7 +179,6 @@ def make_deployment(request, tmp_path, transport_urls, backends):
     return dep
 
 
-
 # -- select_destinations in a child interpreter -----------------------------------------------
 
 class Selected:

@@ -37,7 +37,6 @@ def _landed(output):
                            re.MULTILINE))
 
 
-
 def test_demo_on_rabbitmq_boots_and_stops(tmp_path, transport_url):
     result, state_dir = _run_demo(tmp_path, transport_url)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -42,7 +42,6 @@ pytestmark = [pytest.mark.functional, pytest.mark.timeout(120)]
 VERSIONS = {'conductor': '3.0', 'scheduler': '4.5', 'compute': '5.0'}
 
 
-
 def _lines(log, text):
     return [line for line in log.splitlines() if text in line]
 

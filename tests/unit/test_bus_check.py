@@ -12,7 +12,6 @@ from tests.unit import base
 from tests.unit import sqlite_databases
 
 
-
 class TestUnreachableCells(sqlite_databases.SqliteDatabases, base.TestCase):
 
     def setUp(self):
