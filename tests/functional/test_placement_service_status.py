@@ -66,6 +66,7 @@ def test_a_compute_that_is_down_gets_the_trait_when_it_starts(placement_cluster,
 
     cluster.stop('compute1')
     del cluster.processes['compute1']
+    reports = int(cluster.services()[('minisched-compute', 'compute1')]['reports'])
     cluster.run_manage('service', 'force-down', 'compute1', 'minisched-compute')
     result = cluster.run_manage('service', 'disable', 'compute1', 'minisched-compute')
     assert result.returncode == 0
@@ -78,10 +79,14 @@ def test_a_compute_that_is_down_gets_the_trait_when_it_starts(placement_cluster,
     cluster.start_compute('compute1', conf=HOURLY, **SIZES)
     base.wait_for(lambda: DISABLED in traits_of(client, 'compute1'), timeout=60,
                   message='COMPUTE_STATUS_DISABLED set by the restarted compute1')
-    # Up again once its first state report is in (Nova's servicegroup reads the report, not
-    # the process): the enable then goes through the compute at once.
-    base.wait_for(lambda: cluster.services()[('minisched-compute', 'compute1')]['state'] == 'up',
-                  timeout=60, message='compute1 up again in service list')
+    # Up again once the new process's first state report is in (Nova's servicegroup reads the
+    # report's last_seen_up, not the process): the enable then goes through the compute at
+    # once. The stopped process's last report alone can read "up" for service_down_time after
+    # --unset and be stale by the time the enable runs, so wait for a report of the new one.
+    def reported_again():
+        row = cluster.services()[('minisched-compute', 'compute1')]
+        return row['state'] == 'up' and int(row['reports']) > reports
+    base.wait_for(reported_again, timeout=60, message='a state report from the new compute1')
     enabled = cluster.run_manage('service', 'enable', 'compute1', 'minisched-compute')
     assert enabled.stderr == ''
     assert DISABLED not in traits_of(client, 'compute1')
