@@ -16,6 +16,7 @@ tight loop.
 import collections
 import importlib
 import os
+import re
 import threading
 import time
 
@@ -32,6 +33,8 @@ from minisched.objects import instance_group as instance_group_obj
 from minisched import rpc
 
 OWNER = 'admin'
+#: A compute's log line for each spawn that ended ACTIVE.
+ACTIVE_LINE = re.compile(r'Instance ([0-9a-f-]{36}) is ACTIVE on')
 DONE_STATES = ('active', 'error')
 
 #: One event of an instance action as the tests compare it.
@@ -221,6 +224,26 @@ def wait_nodes(cluster, hosts, timeout=30):
                              'free_disk_gb IS NOT NULL')
         return set(hosts) <= {row['host'] for row in rows}
     _wait(recorded, timeout, lambda: 'compute nodes of %s' % sorted(hosts))
+
+
+def spawns(cluster, hosts):
+    """{uuid: how many times the logs of computes ``hosts`` say it became ACTIVE}."""
+    return collections.Counter(uuid for host in hosts
+                               for uuid in ACTIVE_LINE.findall(cluster.log(host)))
+
+
+def wait_spawns(cluster, hosts, uuids, timeout=60):
+    """The spawn counts of ``uuids`` once each has its ACTIVE line.
+
+    A compute logs the spawn once its ACTIVE save is answered, so the row can read ACTIVE
+    before the line is written; and a save whose answer was lost (a broker restart, a
+    conductor killed) is retried seconds after the row already reads ACTIVE.
+    """
+    _wait(lambda: all(spawns(cluster, hosts)[uuid] for uuid in uuids), timeout,
+          lambda: 'an ACTIVE line for each of %d instances in the logs of %s'
+          % (len(uuids), sorted(hosts)))
+    counts = spawns(cluster, hosts)
+    return {uuid: counts[uuid] for uuid in uuids}
 
 
 def retire(cluster, name):

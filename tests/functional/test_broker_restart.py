@@ -14,7 +14,6 @@ doc/source/admin/delivery.rst:
   reports resume.
 """
 import os
-import re
 import signal
 
 import oslo_messaging as messaging
@@ -76,11 +75,6 @@ def signal_service(cluster, name, sig):
         os.kill(pid, sig)
 
 
-def spawns(cluster, uuid):
-    line = re.compile(r'Instance %s is ACTIVE on' % uuid)
-    return sum(len(line.findall(cluster.log(host))) for host in ('c1', 'c2'))
-
-
 def test_broker_restart_loses_and_duplicates_no_accepted_build(private_broker, cluster,  # noqa: F811
                                                                client):
     build_helpers.start(cluster, {'c1': SIZES, 'c2': SIZES}, compute_conf=COMPUTE_CONF)
@@ -127,7 +121,8 @@ def test_broker_restart_loses_and_duplicates_no_accepted_build(private_broker, c
     for uuid in accepted:
         assert len(cluster.query('SELECT id FROM instances WHERE uuid = :uuid',
                                  uuid=uuid)) == 1, uuid
-        assert spawns(cluster, uuid) == 1, uuid
+    assert build_helpers.wait_spawns(cluster, ('c1', 'c2'), accepted) == \
+        dict.fromkeys(accepted, 1)
     assert cluster.query('SELECT id FROM build_requests') == []
     nodes = client.nodes()
     assert sum(node['vcpus_used'] for node in nodes.values()) == len(accepted)

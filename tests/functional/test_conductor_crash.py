@@ -9,7 +9,6 @@ none is built twice.
 """
 import collections
 import os
-import re
 import signal
 import threading
 import time
@@ -26,7 +25,6 @@ COMPUTES = {'c%d' % n: {'vcpus': 32, 'memory_mb': 32768, 'local_gb': 400}
             for n in range(1, 5)}
 CREATES = 60
 DOWN_SECONDS = 10
-ACTIVE_LINE = re.compile(r'Instance ([0-9a-f-]{36}) is ACTIVE on')
 
 
 def test_a_conductor_killed_during_a_burst_loses_and_duplicates_no_build(cluster, request):
@@ -58,9 +56,8 @@ def test_a_conductor_killed_during_a_burst_loses_and_duplicates_no_build(cluster
     # None lost, none twice: one instance row each, one spawn each on the computes.
     rows = cluster.query('SELECT uuid FROM instances')
     assert sorted(row['uuid'] for row in rows) == sorted(uuids)
-    spawned = collections.Counter(
-        uuid for host in COMPUTES for uuid in ACTIVE_LINE.findall(cluster.log(host)))
-    assert spawned == dict.fromkeys(uuids, 1)
+    assert build_helpers.wait_spawns(cluster, COMPUTES, uuids) == dict.fromkeys(uuids, 1)
+    assert set(build_helpers.spawns(cluster, COMPUTES)) == set(uuids)
     assert cluster.query('SELECT COUNT(*) AS n FROM build_requests') == [{'n': 0}]
     print('\n%d of %d instances were in a cell when the conductor was killed; all %d ACTIVE '
           'after its restart' % (in_cells, CREATES, CREATES))

@@ -10,7 +10,6 @@ These tests send the same message twice on purpose, through the real conductor a
   as after a compute restart) and again for the same attempt (an early duplicate): the
   instance is not spawned again and keeps its host.
 """
-import re
 
 import pytest
 
@@ -41,12 +40,6 @@ def client(request, cluster):
     return client
 
 
-def spawned(cluster, uuid):
-    """How many times the computes' logs say ``uuid`` became ACTIVE (one line per spawn)."""
-    line = re.compile(r'Instance %s is ACTIVE on' % uuid)
-    return sum(len(line.findall(cluster.log(host))) for host in COMPUTES)
-
-
 def rows(cluster, sql, uuid):
     return cluster.query(sql, uuid=uuid)
 
@@ -64,7 +57,7 @@ def test_a_build_request_published_twice_is_built_once(cluster, client):
     base.wait_for(lambda: 'taken by another delivery' in cluster.log('conductor')
                   or 'already exists in its cell' in cluster.log('conductor'),
                   message='the conductor to log the second delivery')
-    assert [spawned(cluster, uuid) for uuid in uuids] == [1, 1]
+    assert build_helpers.wait_spawns(cluster, COMPUTES, uuids) == dict.fromkeys(uuids, 1)
     # Only the builds of one delivery reached the computes.
     nodes = client.nodes()
     assert sum(node['vcpus_used'] for node in nodes.values()) == 2
@@ -93,5 +86,5 @@ def test_a_repeated_compute_build_message_does_not_spawn_again(cluster, client):
                       message='compute %s to refuse the repeated build' % host)
     after = client.get(uuid)
     assert (after.vm_state, after.task_state, after.host) == ('active', None, host)
-    assert spawned(cluster, uuid) == 1
+    assert build_helpers.wait_spawns(cluster, COMPUTES, [uuid]) == {uuid: 1}
     assert client.nodes()[host]['vcpus_used'] == 1
