@@ -169,8 +169,11 @@ def test_two_controllers_six_computes_on_separate_hosts(lab, rabbit, cluster):
     assert all(state == 'active' for state, _host in spread_placed.values()), spread_placed
     spread_reschedules = _reschedules(cluster, spread)
     _assert_no_overcommit(cluster)
-    for uuid, (_state, host) in {**placed, **raced, **spread_placed}.items():
-        assert 'Instance %s is ACTIVE on %s:' % (uuid, host) in cluster.log(host), uuid
+    # Each on the host its row names (the line follows the answered ACTIVE save).
+    settled = {**placed, **raced, **spread_placed}
+    base.wait_for(lambda: all('Instance %s is ACTIVE on %s:' % (uuid, host) in cluster.log(host)
+                              for uuid, (_state, host) in settled.items()), 30,
+                  message='an ACTIVE line on its host for each instance')
 
     # 4. cmp6 cut off: down within service_down_time, and avoided.
     lab.cut('cmp6')
