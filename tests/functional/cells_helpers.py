@@ -74,7 +74,8 @@ class Deployment:
         expects = expect if isinstance(expect, list) else [expect] * len(commands)
         popens = [subprocess.Popen([base.script('minisched-manage'), '--config-file',
                                     self.main.conf_file] + [str(a) for a in args],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                   env=base.manage_env(), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
                   for args in commands]
 
         def collect():
