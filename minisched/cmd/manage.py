@@ -374,20 +374,84 @@ def unconfigured_database(category, action=None):
     return None
 
 
+class _WatchedStdout:
+    """``sys.stdout``, remembering the last error a write or flush met (other than a reader
+    that went away): argparse's help swallows it and a command may catch it, so
+    :func:`main` looks here before it calls a run a success."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.lost = None
+
+    def write(self, text):
+        return self._watch(self.stream.write, text)
+
+    def writelines(self, lines):
+        return self._watch(self.stream.writelines, lines)
+
+    def flush(self):
+        return self._watch(self.stream.flush)
+
+    def _watch(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            self.lost = exc
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def main(argv=None):
     """Run one action; its exit status. Output cut short by a reader that stopped
-    (``minisched-manage server list | head -1``) ends the command quietly with status 1,
-    not with a traceback."""
+    (``minisched-manage server list | head -1``) ends the command quietly with status 1;
+    output that cannot be written (``> /dev/full``) ends it with one line on stderr and
+    status 1, never with a traceback or a silent 0."""
+    watched = sys.stdout = _WatchedStdout(sys.stdout)
+    try:
+        return _run_watched(watched, argv)
+    finally:
+        sys.stdout = watched.stream
+
+
+def _run_watched(watched, argv):
+    status, exiting = 0, None
     try:
         try:
-            return _main(argv)
-        finally:  # also after --help's SystemExit
+            status = _main(argv)
+        except SystemExit as done:  # --help, argparse's usage errors, config.fail
+            status, exiting = done.code, done
+        finally:
             sys.stdout.flush()
     except BrokenPipeError:
-        # Python would flush stdout again at exit and report that it cannot.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout()
         return 1
+    except OSError as exc:
+        if exc is not watched.lost:
+            raise
+    if watched.lost is not None:
+        _discard_stdout()
+        if status in (0, None):  # else the command has said why it failed
+            _error('Cannot write to standard output: %s'
+                   % (watched.lost.strerror or watched.lost))
+            status = 1
+            exiting = exiting and SystemExit(status)
+    if exiting is not None:
+        raise exiting
+    return status
+
+
+def _discard_stdout():
+    """Send what is left for stdout nowhere: Python would flush it again at exit and report
+    that it cannot."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _main(argv=None):

@@ -95,6 +95,27 @@ def test_a_reader_that_stopped_ends_the_command_quietly(tmp_path):
     assert (result.returncode, result.stderr) == (1, '')
 
 
+@pytest.mark.parametrize('args', [
+    ['--help'],  # argparse swallows the write error: the exit status was 0
+    ['cell', 'list'],  # print_table
+    ['flavor', 'list'],  # a cliff lister
+])
+def test_output_that_cannot_be_written_is_one_line_and_status_1(tmp_path, args):
+    conf = tmp_path / 'minisched.conf'
+    conf.write_text('[api_database]\nconnection = sqlite:///%s\n' % (tmp_path / 'api.sqlite'))
+    manage_cmd = [sys.executable, '-m', 'minisched.cmd.manage', '--config-file', str(conf)]
+    subprocess.run(manage_cmd + ['api_db', 'sync'], check=True, capture_output=True,
+                   timeout=120)
+    subprocess.run(manage_cmd + ['flavor', 'create', '--ram', '64', '--vcpus', '1', '--disk',
+                                 '0', 'tiny'], check=True, capture_output=True, timeout=120)
+    with open('/dev/full', 'w') as full:
+        result = subprocess.run(manage_cmd + args, stdout=full, stderr=subprocess.PIPE,
+                                text=True, timeout=120,
+                                env=dict(os.environ, PYTHONWARNINGS='ignore'))
+    assert (result.returncode, result.stderr) == (
+        1, 'Cannot write to standard output: No space left on device\n')
+
+
 def _manage(*args, env=None):
     import os
     import subprocess
