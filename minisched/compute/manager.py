@@ -67,22 +67,51 @@ class ComputeManager(manager.Manager):
         instances = instance_obj.InstanceList.get_by_host(ctxt, self.host)
         for instance in instances:
             self._init_instance(instance)
+        # Those whose deletion finished just now are gone from the schedulers already (Nova
+        # sends its whole start-up list, the deleted ones included, until the next sync).
+        instances = instance_obj.InstanceList(
+            objects=[instance for instance in instances if not instance.deleted])
         # An empty host sends nothing, so a new unmapped host does not confuse schedulers.
         if instances and self.send_instance_updates:
             self.query_client.update_instance_info(ctxt, self.host, instances)
 
     def _init_instance(self, instance):
-        """Nova's ``_init_instance`` for builds: a build this compute was running when it
-        stopped cannot finish, so the instance goes to ERROR (it keeps its host, as in Nova).
+        """Nova's ``_init_instance`` for builds and deletes this compute was running when it
+        stopped: a build cannot finish, so the instance goes to ERROR (it keeps its host, as
+        in Nova); a delete is done again (:meth:`_finish_deletion`)."""
+        if instance.vm_state == instance_obj.BUILDING or instance.task_state in (
+                instance_obj.SCHEDULING, instance_obj.SPAWNING):
+            self._build_interrupted(instance)
+        elif (instance.task_state == instance_obj.DELETING and
+              instance.vm_state != instance_obj.SOFT_DELETED):
+            self._finish_deletion(instance)
 
-        minisched also records why, as every build that ends in ERROR does: a fault, and
+    def _finish_deletion(self, instance):
+        """Delete an instance left DELETING: this compute stopped while deleting it, or
+        before the API's cast reached it. As Nova, a deletion that fails puts the instance
+        in ERROR (a new delete request finishes it); one the conductor did not answer is
+        left as it is, for the next start or a new delete request."""
+        LOG.info('Service started deleting instance %s during the previous run, but did not '
+                 'finish. Restarting the deletion now.', instance.uuid)
+        try:
+            self.delete_instance(instance._context, instance)
+        except build.RETRIED as exc:
+            LOG.warning('Instance %s left DELETING: %s', instance.uuid,
+                        build.unanswered_reason(exc))
+        except Exception:
+            LOG.exception('Failed to complete a deletion of instance %s', instance.uuid)
+            instance.vm_state = instance_obj.ERROR
+            try:
+                instance.save()
+            except Exception:
+                LOG.exception('Could not set instance %s to ERROR', instance.uuid)
+
+    def _build_interrupted(self, instance):
+        """minisched also records why, as every build that ends in ERROR does: a fault, and
         the build's open events finished as Error. When that cannot be written (the
         database is away), the instance is left BUILDING: the conductor's stuck-build check
         ends it with a fault later, rather than leaving an ERROR without a reason.
         """
-        if not (instance.vm_state == instance_obj.BUILDING or instance.task_state in (
-                instance_obj.SCHEDULING, instance_obj.SPAWNING)):
-            return
         LOG.debug('Instance %s failed to spawn correctly, setting to ERROR state',
                   instance.uuid)
         try:
@@ -143,7 +172,11 @@ class ComputeManager(manager.Manager):
         """Destroy the instance, free its resources, tell the schedulers."""
         with instance_action.EventReporter(context, 'compute_terminate_instance', self.host,
                                            instance.uuid):
-            self.delete_instance(context, instance)
+            try:
+                self.delete_instance(context, instance)
+            except exception.InstanceNotFound:
+                # Deleted meanwhile: by this compute's start-up, which found it DELETING.
+                LOG.info('Instance %s disappeared during terminate', instance.uuid)
 
     def soft_delete_instance(self, context, instance):
         """Power the instance off and keep it until ``reclaim_instance_interval`` passes."""

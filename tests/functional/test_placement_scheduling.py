@@ -2,6 +2,7 @@
 weighers on the candidates' hosts, the claim of the chosen one; after every scenario the
 allocations in Placement are exactly the live instances' flavors on their hosts."""
 import os_traits
+import pika
 import pytest
 
 from minisched import context as ms_context
@@ -226,3 +227,46 @@ def test_placement_down_gives_no_valid_host_and_the_computes_report_again(placem
     built = builder.wait_built(builder.boot(small))
     assert [(i.vm_state, i.host) for i in built.values()] == [('active', 'compute2')]
     audit(client, builder, flavors)
+
+
+@pytest.mark.parametrize('cast', ['queued', 'lost'])
+def test_a_delete_its_compute_missed_is_finished_when_the_compute_starts(placement_builds,
+                                                                         cast):
+    """Deleted while its compute is down: the instance stays DELETING. The compute, started
+    again, finishes the deletion from its start-up (Nova's _init_instance) and gives the
+    allocation back: whether the API's terminate cast still waits in its queue (it then
+    finds the instance gone, without an error) or was lost (a compute SIGKILLed after it
+    took the message: left DELETING for ever before)."""
+    cluster, client, builder = placement_builds
+    small = builder.flavor('small', vcpus=1, memory_mb=1024, root_gb=10)
+    flavors = [(small, {'VCPU': 1, 'MEMORY_MB': 1024, 'DISK_GB': 10})]
+    uuids = builder.boot(small, num_instances=2)
+    built = builder.wait_built(uuids)
+    audit(client, builder, flavors)
+    gone, kept = uuids
+    host = built[gone].host
+
+    build_helpers.retire(cluster, host)
+    builder.delete(gone)
+    assert builder.get(gone).task_state == 'deleting'
+    if cast == 'lost':
+        connection = pika.BlockingConnection(base.pika_parameters(cluster.transport_url))
+        try:
+            assert connection.channel().queue_purge('compute.%s' % host).method.message_count == 1
+        finally:
+            connection.close()
+    sizes = {k: v for k, v in COMPUTES[host].items() if k != 'conf'}
+    cluster.start_compute(host, conf=build_helpers.merge_conf(
+        COMPUTE_CONF, COMPUTES[host].get('conf')), **sizes)
+
+    builder.wait_deleted([gone])
+    assert builder.get(kept).vm_state == 'active'
+    assert 'Service started deleting instance %s during the previous run' % gone in \
+        cluster.log(host)
+    if cast == 'queued':
+        base.wait_for(lambda: 'Instance %s disappeared during terminate' % gone in
+                      cluster.log(host), timeout=30, message='the queued terminate of %s' % gone)
+        events = {e.event: e.result for e in builder.events(gone)}
+        assert events['compute_terminate_instance'] == 'Success', events
+    audit(client, builder, flavors)
+    assert 'Traceback' not in cluster.log(host)

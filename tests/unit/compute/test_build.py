@@ -232,3 +232,61 @@ class TestInitInstance(BuildTestCase):
         self.manager._init_instance(instance)
         self.assertEqual(('building', 'spawning', HOST), self._state())
         self.assertEqual([(EVENT, HOST, None)], self._events())
+
+
+class TestInitInstanceDeleting(BuildTestCase):
+    """A compute that restarts finds an instance left DELETING (it stopped while deleting
+    it, or the API's cast never reached it): it deletes it again, as Nova's compute does."""
+
+    def setUp(self):
+        super().setUp()
+        instance = self._instance()
+        self.assertEqual(build.ACTIVE, self._build(instance))
+        self.used_by_none = self._memory_used() - 1024
+        instance = objects.Instance.get_by_uuid(self.ctxt, instance.uuid)
+        instance.task_state = 'deleting'
+        instance.save()
+
+    def _restart(self):
+        """A new manager for the same host; its schedulers' client is watched."""
+        manager = compute_manager.ComputeManager(self.conf, host=HOST)
+        manager.query_client = mock.Mock()
+        manager.init_host()
+        return manager
+
+    def test_the_deletion_is_finished_at_start_up(self):
+        with self.assertLogs('minisched.compute.manager', 'INFO') as logs:
+            manager = self._restart()
+        self.assertIn('Restarting the deletion now', logs.output[0])
+        self.assertRaises(exception.InstanceNotFound, objects.Instance.get_by_uuid, self.ctxt,
+                          base.uuids.instance)
+        # The schedulers are told it is gone, and not told of it as one of the host's.
+        manager.query_client.delete_instance_info.assert_called_once_with(
+            mock.ANY, HOST, base.uuids.instance)
+        manager.query_client.update_instance_info.assert_not_called()
+        manager.update_available_resource(self.ctxt, startup=True)
+        self.assertEqual(self.used_by_none,
+                         manager.rt.compute_nodes[NODE].memory_mb_used)
+
+    def test_a_later_terminate_of_the_same_instance_is_not_an_error(self):
+        # The API's cast, still queued when the compute restarted, arrives after it.
+        instance = objects.Instance.get_by_uuid(self.ctxt, base.uuids.instance)
+        manager = self._restart()
+        manager.terminate_instance(self.rctxt, instance)
+        action, = objects.InstanceActionList.get_by_instance_uuid(
+            self.ctxt.elevated(read_deleted='yes'), base.uuids.instance)
+        results = {e.event: e.result for e in objects.InstanceActionEventList.get_by_action(
+            self.ctxt.elevated(read_deleted='yes'), action.id)}
+        self.assertEqual('Success', results['compute_terminate_instance'])
+
+    def test_without_the_conductor_the_instance_is_left_deleting(self):
+        self._fail_calls(objects.Instance, 'save', _outage(1))
+        manager = self._restart()
+        self.assertEqual(('active', 'deleting', HOST), self._state())
+        manager.query_client.delete_instance_info.assert_not_called()
+
+    def test_a_deletion_that_fails_leaves_the_instance_in_error(self):
+        self._fail_calls(objects.Instance, 'destroy', [RuntimeError('boom')])
+        with self.assertLogs('minisched.compute.manager', 'ERROR'):
+            self._restart()
+        self.assertEqual(('error', None, HOST), self._state())  # a new delete finishes it
