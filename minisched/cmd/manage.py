@@ -427,13 +427,13 @@ def _run_watched(watched, argv):
         finally:
             sys.stdout.flush()
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
         return 1
     except OSError as exc:
         if exc is not watched.lost:
             raise
     if watched.lost is not None:
-        _discard_stdout()
+        discard_stdout()
         if status in (0, None):  # else the command has said why it failed
             _error('Cannot write to standard output: %s'
                    % (watched.lost.strerror or watched.lost))
@@ -444,12 +444,14 @@ def _run_watched(watched, argv):
     return status
 
 
-def _discard_stdout():
+def discard_stdout():
     """Send what is left for stdout nowhere: Python would flush it again at exit and report
-    that it cannot."""
+    that it cannot. A stdout without a file descriptor (captured) is left as it is."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
     finally:
         os.close(devnull)
 

@@ -83,7 +83,10 @@ class RpcCommands:
                 sys.stdout.flush()
             except BrokenPipeError:  # e.g. piped into head: stop quietly
                 tap.stop()
-                _silence_stdout()
+                # Imported here: minisched-manage's module patches eventlet when imported,
+                # and has been by now (the tap runs as one of its commands).
+                from minisched.cmd import manage
+                manage.discard_stdout()
 
         try:
             tap.open()
@@ -124,17 +127,6 @@ def _default(conf, name):
     from oslo_config import cfg
     return conf.get_location(name).location in (cfg.Locations.opt_default,
                                                 cfg.Locations.set_default)
-
-
-def _silence_stdout():
-    import os
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    finally:
-        os.close(devnull)
 
 
 def _install_signal_handlers(tap):
