@@ -9,7 +9,6 @@ messages. Without a broker, or without a vhost of its own, a test skips (fails u
 ``CI=true``).
 """
 import json
-import subprocess
 
 import pytest
 
@@ -27,9 +26,7 @@ TIMEOUT = 120
 
 def manage(cluster, *args, expect=0):
     """``(stdout, stderr)`` of ``minisched-manage *args``; its exit code must be ``expect``."""
-    result = subprocess.run([base.script('minisched-manage'), '--config-file',
-                             cluster.conf_file] + [str(a) for a in args], env=base.manage_env(),
-                            capture_output=True, text=True, timeout=TIMEOUT)
+    result = cluster.run_manage(*args, check=False, timeout=TIMEOUT)
     assert result.returncode == expect, 'minisched-manage %s exited %d:\n%s%s' % (
         ' '.join(map(str, args)), result.returncode, result.stdout, result.stderr)
     return result.stdout, result.stderr

@@ -74,16 +74,18 @@ def test_list_help_offers_openstacks_output_options(help_of):
     assert 'Instance name or UUID' in help_of('server', 'delete')
 
 
-def test_a_reader_that_stopped_ends_the_command_quietly(tmp_path):
-    # As 'minisched-manage flavor create ... | head -1' once its reader has gone.
-    import os
-    import subprocess
-    import sys
+@pytest.fixture
+def manage_cmd(tmp_path):
+    """``minisched-manage --config-file`` of a synced API database, in a process of its own."""
     conf = tmp_path / 'minisched.conf'
     conf.write_text('[api_database]\nconnection = sqlite:///%s\n' % (tmp_path / 'api.sqlite'))
-    manage_cmd = [sys.executable, '-m', 'minisched.cmd.manage', '--config-file', str(conf)]
-    subprocess.run(manage_cmd + ['api_db', 'sync'], check=True, capture_output=True,
-                   timeout=120)
+    command = [sys.executable, '-m', 'minisched.cmd.manage', '--config-file', str(conf)]
+    subprocess.run(command + ['api_db', 'sync'], check=True, capture_output=True, timeout=120)
+    return command
+
+
+def test_a_reader_that_stopped_ends_the_command_quietly(manage_cmd):
+    # As 'minisched-manage flavor create ... | head -1' once its reader has gone.
     read, write = os.pipe()
     os.close(read)
     try:
@@ -100,12 +102,7 @@ def test_a_reader_that_stopped_ends_the_command_quietly(tmp_path):
     ['cell', 'list'],  # print_table
     ['flavor', 'list'],  # a cliff lister
 ])
-def test_output_that_cannot_be_written_is_one_line_and_status_1(tmp_path, args):
-    conf = tmp_path / 'minisched.conf'
-    conf.write_text('[api_database]\nconnection = sqlite:///%s\n' % (tmp_path / 'api.sqlite'))
-    manage_cmd = [sys.executable, '-m', 'minisched.cmd.manage', '--config-file', str(conf)]
-    subprocess.run(manage_cmd + ['api_db', 'sync'], check=True, capture_output=True,
-                   timeout=120)
+def test_output_that_cannot_be_written_is_one_line_and_status_1(manage_cmd, args):
     subprocess.run(manage_cmd + ['flavor', 'create', '--ram', '64', '--vcpus', '1', '--disk',
                                  '0', 'tiny'], check=True, capture_output=True, timeout=120)
     with open('/dev/full', 'w') as full:
